@@ -1,0 +1,148 @@
+//! [`GrammarBuilder`]: declare rules by name, define their bodies, then `build` a checked,
+//! normalized [`Grammar`].
+//!
+//! Rules get ids in order of declaration, so a front-end that declares every rule before
+//! lowering bodies (as the EBNF parser does, in order of definition) produces ids that match
+//! the source order, which keeps `print → parse` an identity.
+
+use super::{passes, Expr, Grammar, GrammarError, Rule, RuleId};
+use crate::util::hash::FastMap;
+
+/// Size limits for untrusted grammars. Exceeding one is a [`GrammarError::TooLarge`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrammarLimits {
+    /// The most rules a grammar may have. Default 1,000,000.
+    pub max_rules: usize,
+    /// The most expression nodes over all rules. Default 10,000,000 (about 1 GB of IR).
+    pub max_nodes: usize,
+    /// The deepest expression nesting in one rule body. Default 1,000; deep nesting in
+    /// generated grammars goes through rule references instead, which have no depth.
+    pub max_depth: usize,
+}
+
+impl Default for GrammarLimits {
+    fn default() -> Self {
+        GrammarLimits { max_rules: 1_000_000, max_nodes: 10_000_000, max_depth: 1_000 }
+    }
+}
+
+/// Builds a [`Grammar`]; see the example on [`Grammar`].
+#[derive(Debug, Default, Clone)]
+pub struct GrammarBuilder {
+    names: Vec<String>,
+    bodies: Vec<Option<(Expr, Option<Expr>)>>,
+    by_name: FastMap<String, RuleId>,
+    nodes: usize,
+    limits: GrammarLimits,
+}
+
+impl GrammarBuilder {
+    /// An empty builder with default limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty builder with the given limits.
+    pub fn with_limits(limits: GrammarLimits) -> Self {
+        GrammarBuilder { limits, ..Self::default() }
+    }
+
+    /// The id of the rule named `name`, declaring it if it is new.
+    pub fn rule(&mut self, name: &str) -> RuleId {
+        if let Some(&id) = self.by_name.get(name) {
+            return id;
+        }
+        let id = RuleId::new(self.names.len());
+        self.names.push(name.to_string());
+        self.bodies.push(None);
+        self.by_name.insert(name.to_string(), id);
+        id
+    }
+
+    /// Declares a rule with a fresh name starting with `prefix` (`prefix`, `prefix_1`, ...).
+    pub fn fresh_rule(&mut self, prefix: &str) -> RuleId {
+        let mut name = prefix.to_string();
+        let mut k = 1;
+        while self.by_name.contains_key(&name) {
+            name = format!("{prefix}_{k}");
+            k += 1;
+        }
+        self.rule(&name)
+    }
+
+    /// Whether a rule of this name has been declared.
+    pub fn is_declared(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// Whether rule `id` already has a body.
+    pub fn is_defined(&self, id: RuleId) -> bool {
+        self.bodies[id.index()].is_some()
+    }
+
+    /// The name of rule `id`.
+    pub fn name(&self, id: RuleId) -> &str {
+        &self.names[id.index()]
+    }
+
+    /// Gives rule `id` its body and optional lookahead assertion.
+    ///
+    /// # Errors
+    /// [`GrammarError::DuplicateRule`] when the rule already has a body;
+    /// [`GrammarError::TooLarge`] when a limit is exceeded.
+    pub fn define(&mut self, id: RuleId, body: Expr, lookahead: Option<Expr>) -> Result<(), GrammarError> {
+        if self.bodies[id.index()].is_some() {
+            return Err(GrammarError::DuplicateRule { name: self.names[id.index()].clone() });
+        }
+        for e in std::iter::once(&body).chain(lookahead.as_ref()) {
+            let depth = e.depth();
+            if depth > self.limits.max_depth {
+                return Err(GrammarError::TooLarge { what: "expression depth", actual: depth, limit: self.limits.max_depth });
+            }
+            self.nodes += e.node_count();
+        }
+        if self.nodes > self.limits.max_nodes {
+            return Err(GrammarError::TooLarge { what: "expression node count", actual: self.nodes, limit: self.limits.max_nodes });
+        }
+        self.bodies[id.index()] = Some((body, lookahead));
+        Ok(())
+    }
+
+    /// Declares and defines a rule in one step, returning its id.
+    ///
+    /// # Errors
+    /// As [`GrammarBuilder::define`].
+    pub fn add_rule(&mut self, name: &str, body: Expr) -> Result<RuleId, GrammarError> {
+        let id = self.rule(name);
+        self.define(id, body, None)?;
+        Ok(id)
+    }
+
+    /// Checks and normalizes the rules and returns the grammar rooted at `root`.
+    ///
+    /// # Errors
+    /// [`GrammarError::MissingRoot`], [`GrammarError::UndefinedRule`] (the first undefined
+    /// rule reachable from the root), [`GrammarError::InvalidRepeat`],
+    /// [`GrammarError::EmptyLanguage`] and [`GrammarError::TooLarge`].
+    pub fn build(self, root: &str) -> Result<Grammar, GrammarError> {
+        if self.names.len() > self.limits.max_rules {
+            return Err(GrammarError::TooLarge { what: "rule count", actual: self.names.len(), limit: self.limits.max_rules });
+        }
+        let root_id = match self.by_name.get(root) {
+            Some(&id) if self.bodies[id.index()].is_some() => id,
+            _ => return Err(GrammarError::MissingRoot { name: root.to_string() }),
+        };
+        let mut rules = Vec::with_capacity(self.names.len());
+        let mut undefined = Vec::new();
+        for (i, (name, body)) in self.names.into_iter().zip(self.bodies).enumerate() {
+            match body {
+                Some((body, lookahead)) => rules.push(Rule { name, body, lookahead }),
+                None => {
+                    undefined.push(i);
+                    rules.push(Rule { name, body: Expr::Empty, lookahead: None })
+                }
+            }
+        }
+        passes::run(rules, root_id, &undefined)
+    }
+}

@@ -1,0 +1,203 @@
+//! Expression kinds of the grammar IR.
+//!
+//! A rule body is a small tree of [`Expr`] values. Terminals are byte strings and character
+//! classes over Unicode code points; everything below the front-ends turns classes into UTF-8
+//! byte ranges (tokens may split a code point, so the engine must work on bytes). Repetition
+//! is kept as [`Expr::Repeat`] with its bounds, never unrolled here: the automaton builder
+//! decides per case whether to expand a small repetition or keep a counter (XGrammar-2 §3.6).
+
+use std::fmt;
+
+/// The identifier of a rule inside one [`crate::Grammar`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(u32);
+
+impl RuleId {
+    /// The id with index `i`.
+    ///
+    /// # Panics
+    /// When `i` does not fit in a `u32` (a grammar that large is rejected by the builder first).
+    #[inline]
+    pub fn new(i: usize) -> Self {
+        RuleId(u32::try_from(i).expect("rule index overflows u32"))
+    }
+    /// The index of the rule in [`crate::Grammar::rules`].
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Debug for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RuleId({})", self.0)
+    }
+}
+
+/// The largest Unicode scalar value.
+pub const MAX_CODE_POINT: u32 = 0x10FFFF;
+
+/// A set of Unicode code points given as sorted, disjoint, non-adjacent inclusive ranges,
+/// optionally negated (the complement within `U+0000..=U+10FFFF`).
+///
+/// The `negated` flag is kept rather than resolved so that the printer writes `[^"\\]` back
+/// as the user wrote it; [`CharClass::resolved_ranges`] gives the actual set.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct CharClass {
+    ranges: Vec<(u32, u32)>,
+    negated: bool,
+}
+
+impl CharClass {
+    /// A class from possibly unsorted, overlapping ranges; `lo > hi` ranges are dropped.
+    pub fn new(ranges: impl IntoIterator<Item = (u32, u32)>, negated: bool) -> Self {
+        CharClass { ranges: canonical(ranges.into_iter().collect()), negated }
+    }
+    /// The ranges as written (before negation).
+    pub fn ranges(&self) -> &[(u32, u32)] {
+        &self.ranges
+    }
+    /// Whether the class is negated.
+    pub fn is_negated(&self) -> bool {
+        self.negated
+    }
+    /// The code points the class matches, as sorted disjoint ranges.
+    pub fn resolved_ranges(&self) -> Vec<(u32, u32)> {
+        if !self.negated {
+            return self.ranges.clone();
+        }
+        let mut out = Vec::new();
+        let mut next = 0u32;
+        for &(lo, hi) in &self.ranges {
+            if lo > next {
+                out.push((next, lo - 1));
+            }
+            next = hi.saturating_add(1);
+        }
+        if next <= MAX_CODE_POINT {
+            out.push((next, MAX_CODE_POINT));
+        }
+        out
+    }
+    /// Whether the class matches no code point at all.
+    pub fn is_empty(&self) -> bool {
+        self.resolved_ranges().is_empty()
+    }
+}
+
+fn canonical(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.retain(|&(lo, hi)| lo <= hi);
+    for r in ranges.iter_mut() {
+        r.1 = r.1.min(MAX_CODE_POINT);
+    }
+    ranges.retain(|&(lo, hi)| lo <= hi);
+    ranges.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// One node of a rule body.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// A literal byte string (non-empty after normalization).
+    Bytes(Vec<u8>),
+    /// One code point from a class, matched as its UTF-8 bytes.
+    Class(CharClass),
+    /// A reference to another rule.
+    Rule(RuleId),
+    /// The items one after the other.
+    Seq(Vec<Expr>),
+    /// Any one of the alternatives.
+    Choice(Vec<Expr>),
+    /// The inner expression `min` to `max` times (`None`: unbounded).
+    Repeat(Box<Repeat>),
+}
+
+/// The payload of [`Expr::Repeat`].
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Repeat {
+    /// What is repeated.
+    pub expr: Expr,
+    /// The least number of repetitions.
+    pub min: u32,
+    /// The largest number of repetitions; `None` for no bound.
+    pub max: Option<u32>,
+}
+
+impl Expr {
+    /// A literal string.
+    pub fn literal(s: impl AsRef<[u8]>) -> Expr {
+        let b = s.as_ref();
+        if b.is_empty() {
+            Expr::Empty
+        } else {
+            Expr::Bytes(b.to_vec())
+        }
+    }
+    /// A repetition `expr{min,max}`.
+    pub fn repeat(expr: Expr, min: u32, max: Option<u32>) -> Expr {
+        Expr::Repeat(Box::new(Repeat { expr, min, max }))
+    }
+    /// `expr*`.
+    pub fn star(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, None)
+    }
+    /// `expr+`.
+    pub fn plus(expr: Expr) -> Expr {
+        Expr::repeat(expr, 1, None)
+    }
+    /// `expr?`.
+    pub fn opt(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, Some(1))
+    }
+    /// A class of code-point ranges.
+    pub fn class(ranges: impl IntoIterator<Item = (u32, u32)>, negated: bool) -> Expr {
+        Expr::Class(CharClass::new(ranges, negated))
+    }
+    /// The direct children of this node.
+    pub fn children(&self) -> &[Expr] {
+        match self {
+            Expr::Seq(v) | Expr::Choice(v) => v,
+            Expr::Repeat(r) => std::slice::from_ref(&r.expr),
+            _ => &[],
+        }
+    }
+    /// Calls `f` on every rule this expression references, in order of appearance.
+    pub fn for_each_rule_ref(&self, f: &mut impl FnMut(RuleId)) {
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            if let Expr::Rule(r) = e {
+                f(*r);
+            }
+            stack.extend(e.children().iter().rev());
+        }
+    }
+    /// The nesting depth (a leaf has depth 1), computed without recursion.
+    pub fn depth(&self) -> usize {
+        let mut max = 0;
+        let mut stack = vec![(self, 1usize)];
+        while let Some((e, d)) = stack.pop() {
+            max = max.max(d);
+            stack.extend(e.children().iter().map(|c| (c, d + 1)));
+        }
+        max
+    }
+    /// The number of nodes, computed without recursion.
+    pub fn node_count(&self) -> usize {
+        let mut n = 0;
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            n += 1;
+            stack.extend(e.children());
+        }
+        n
+    }
+}

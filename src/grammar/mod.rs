@@ -1,0 +1,145 @@
+//! Layer 1: the grammar IR shared by every front-end (EBNF, JSON Schema, regex, structural
+//! tags) and consumed by the automaton builder.
+//!
+//! A [`Grammar`] is a list of named [`Rule`]s and a root. Each rule body is an [`Expr`] tree
+//! over byte strings, Unicode character classes, rule references, sequences, choices and
+//! bounded or unbounded repetition; a rule may end with a lookahead assertion (`(= ...)` in
+//! EBNF). Grammars are built with [`GrammarBuilder`], whose `build` runs the passes in
+//! [`passes`] (normalization, undefined-reference and empty-language checks, unreachable-rule
+//! removal) so that every `Grammar` value is well formed. A `Grammar` is immutable and
+//! cheap to clone (an `Arc` inside).
+//!
+//! Printing ([`std::fmt::Display`]) writes XGrammar-compatible EBNF that parses back to an
+//! equal grammar.
+
+mod builder;
+mod expr;
+pub(crate) mod passes;
+mod print;
+
+use std::sync::Arc;
+
+pub use builder::{GrammarBuilder, GrammarLimits};
+pub use expr::{CharClass, Expr, Repeat, RuleId, MAX_CODE_POINT};
+pub use print::{escape_literal, write_expr};
+
+/// One named rule: `name ::= body (= lookahead)`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Rule {
+    /// The rule's name, unique in its grammar.
+    pub name: String,
+    /// What the rule matches.
+    pub body: Expr,
+    /// An assertion about what must follow the rule (`(= ...)` in EBNF), if any. maskforge
+    /// treats it as XGrammar does: a statement by the grammar's author about the contexts the
+    /// rule is used in, which the parser does not re-check. The mask cache only prunes with
+    /// lookaheads it can prove from the grammar itself, so masks never depend on it.
+    pub lookahead: Option<Expr>,
+}
+
+/// A well-formed grammar: every referenced rule is defined, every rule is reachable from the
+/// root and matches at least one string.
+///
+/// # Example
+/// ```
+/// use maskforge::{Expr, GrammarBuilder};
+/// let mut b = GrammarBuilder::new();
+/// let root = b.rule("root");
+/// let digit = b.rule("digit");
+/// b.define(digit, Expr::class([('0' as u32, '9' as u32)], false), None)?;
+/// b.define(root, Expr::plus(Expr::Rule(digit)), None)?;
+/// let g = b.build("root")?;
+/// assert_eq!(g.to_string(), "root ::= digit+\ndigit ::= [0-9]\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Grammar {
+    inner: Arc<GrammarInner>,
+}
+
+#[derive(PartialEq, Eq, Hash)]
+struct GrammarInner {
+    rules: Vec<Rule>,
+    root: RuleId,
+}
+
+impl Grammar {
+    pub(crate) fn from_parts(rules: Vec<Rule>, root: RuleId) -> Self {
+        Grammar { inner: Arc::new(GrammarInner { rules, root }) }
+    }
+    /// All rules; a [`RuleId`] indexes this slice.
+    pub fn rules(&self) -> &[Rule] {
+        &self.inner.rules
+    }
+    /// The rule with id `id`.
+    ///
+    /// # Panics
+    /// When `id` does not belong to this grammar.
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.inner.rules[id.index()]
+    }
+    /// The start rule.
+    pub fn root(&self) -> RuleId {
+        self.inner.root
+    }
+    /// The id of the rule named `name`.
+    pub fn rule_by_name(&self, name: &str) -> Option<RuleId> {
+        self.inner.rules.iter().position(|r| r.name == name).map(RuleId::new)
+    }
+}
+
+impl std::fmt::Debug for Grammar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Grammar(root={}, {} rules)\n{}", self.rule(self.root()).name, self.rules().len(), self)
+    }
+}
+
+/// Why a grammar could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrammarError {
+    /// A rule is referenced but never defined.
+    #[error("rule `{name}` is referenced but never defined")]
+    UndefinedRule {
+        /// The rule's name.
+        name: String,
+    },
+    /// A rule is defined twice.
+    #[error("rule `{name}` is defined more than once")]
+    DuplicateRule {
+        /// The rule's name.
+        name: String,
+    },
+    /// The requested root rule does not exist.
+    #[error("the root rule `{name}` is not defined")]
+    MissingRoot {
+        /// The requested root name.
+        name: String,
+    },
+    /// A rule can match no string at all (e.g. `a ::= "x" a` or an empty character class).
+    #[error("rule `{name}` matches no string (its language is empty)")]
+    EmptyLanguage {
+        /// The rule's name.
+        name: String,
+    },
+    /// A repetition whose lower bound exceeds its upper bound.
+    #[error("repetition bounds {{{min},{max}}} in rule `{rule}`: the lower bound exceeds the upper bound")]
+    InvalidRepeat {
+        /// The rule's name.
+        rule: String,
+        /// The lower bound.
+        min: u32,
+        /// The upper bound.
+        max: u32,
+    },
+    /// A limit of [`GrammarLimits`] was exceeded.
+    #[error("grammar too large: {what} is {actual}, the limit is {limit}")]
+    TooLarge {
+        /// Which quantity.
+        what: &'static str,
+        /// Its value.
+        actual: usize,
+        /// The limit.
+        limit: usize,
+    },
+}

@@ -1,0 +1,55 @@
+//! Removes rules unreachable from the root; see `passes/mod.rs`.
+
+use crate::grammar::{Expr, Rule, RuleId};
+
+pub(super) fn run(rules: Vec<Rule>, root: RuleId) -> (Vec<Rule>, RuleId) {
+    let mut reachable = vec![false; rules.len()];
+    reachable[root.index()] = true;
+    let mut stack = vec![root];
+    while let Some(r) = stack.pop() {
+        let rule = &rules[r.index()];
+        for e in std::iter::once(&rule.body).chain(rule.lookahead.as_ref()) {
+            e.for_each_rule_ref(&mut |t| {
+                if !reachable[t.index()] {
+                    reachable[t.index()] = true;
+                    stack.push(t);
+                }
+            });
+        }
+    }
+    if reachable.iter().all(|&r| r) {
+        return (rules, root);
+    }
+    let mut new_id = vec![None; rules.len()];
+    let mut next = 0;
+    for (i, &r) in reachable.iter().enumerate() {
+        if r {
+            new_id[i] = Some(RuleId::new(next));
+            next += 1;
+        }
+    }
+    let remap = |e: &mut Expr| remap_refs(e, &new_id);
+    let mut out = Vec::with_capacity(next);
+    for (i, mut rule) in rules.into_iter().enumerate() {
+        if reachable[i] {
+            remap(&mut rule.body);
+            if let Some(la) = rule.lookahead.as_mut() {
+                remap(la);
+            }
+            out.push(rule);
+        }
+    }
+    (out, new_id[root.index()].unwrap())
+}
+
+fn remap_refs(e: &mut Expr, new_id: &[Option<RuleId>]) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Rule(r) => *r = new_id[r.index()].expect("reachable rule references a reachable rule"),
+            Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
+            Expr::Repeat(r) => stack.push(&mut r.expr),
+            _ => {}
+        }
+    }
+}

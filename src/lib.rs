@@ -1,0 +1,34 @@
+//! # maskforge
+//!
+//! A structured-generation engine for LLM serving. Given a structure (an EBNF grammar, a JSON
+//! Schema, a regex, or a model's tool-calling protocol) and a model's tokenizer, maskforge
+//! computes at every decoding step the bitmask of tokens that may come next, and advances as
+//! tokens are sampled.
+//!
+//! ## Architecture
+//!
+//! ```text
+//! front-ends (EBNF, ...) ──▶ Grammar IR ──▶ byte-level FSM per rule ──▶ Earley parser ──▶ token mask
+//!                                              tokenizer.json ──▶ Vocabulary (bytes of every token)
+//! ```
+//!
+//! Layers, lowest first (each imports only from the layers below it): `util` → `grammar` /
+//! `tokenizer` → `frontend` → `fsm` → `earley` → `matcher` → `compiler`.
+//! See `DESIGN.md` of the project for the algorithms (XGrammar and XGrammar-2).
+
+// Every public item is documented: the crate is a library for serving engines.
+#![warn(missing_docs)]
+// Broken intra-doc links are bugs in the documentation.
+#![deny(rustdoc::broken_intra_doc_links)]
+// Debug output is part of every public type's contract (serving engines log state).
+#![warn(missing_debug_implementations)]
+// Unsafe code is confined to the hot loops that justify it, each with an `allow`.
+#![deny(unsafe_code)]
+
+pub mod error;
+pub mod grammar;
+pub mod util;
+
+pub use error::Error;
+pub use grammar::{CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId};
+pub use util::TokenBitmask;

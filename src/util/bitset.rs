@@ -1,0 +1,134 @@
+//! [`TokenBitmask`]: one bit per token id, in the layout of a serving engine's int32 mask.
+//!
+//! The layout is fixed by the engines that consume it (XGrammar, vLLM, SGLang): word `i / 32`,
+//! bit `i % 32`, a set bit meaning "token `i` is allowed". Keeping exactly that layout lets
+//! [`crate::GrammarMatcher::fill_next_token_bitmask`] write straight into the engine's buffer.
+
+/// A bitmask over a vocabulary: bit `i % 32` of word `i / 32` is set when token `i` is allowed.
+///
+/// # Example
+/// ```
+/// use maskforge::TokenBitmask;
+/// let mut mask = TokenBitmask::new(70);
+/// assert_eq!(mask.as_words().len(), 3);
+/// mask.set(65, true);
+/// assert!(mask.get(65));
+/// assert_eq!(mask.count_allowed(), 1);
+/// assert_eq!(mask.allowed_ids().collect::<Vec<_>>(), vec![65]);
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct TokenBitmask {
+    words: Vec<u32>,
+    len: usize,
+}
+
+/// The number of `u32` words a mask over `vocab_size` tokens needs: `ceil(vocab_size / 32)`.
+#[inline]
+pub fn mask_words(vocab_size: usize) -> usize {
+    vocab_size.div_ceil(32)
+}
+
+impl TokenBitmask {
+    /// A mask over `vocab_size` tokens with every token forbidden.
+    pub fn new(vocab_size: usize) -> Self {
+        TokenBitmask { words: vec![0; mask_words(vocab_size)], len: vocab_size }
+    }
+
+    /// The number of tokens the mask covers.
+    #[inline]
+    pub fn vocab_size(&self) -> usize {
+        self.len
+    }
+
+    /// Whether token `id` is allowed. Ids past the vocabulary are never allowed.
+    #[inline]
+    pub fn get(&self, id: usize) -> bool {
+        id < self.len && self.words[id / 32] >> (id % 32) & 1 == 1
+    }
+
+    /// Allows (`true`) or forbids (`false`) token `id`.
+    ///
+    /// # Panics
+    /// When `id` is not below [`TokenBitmask::vocab_size`].
+    #[inline]
+    pub fn set(&mut self, id: usize, allowed: bool) {
+        assert!(id < self.len, "token id {id} out of range for a mask of {} tokens", self.len);
+        let bit = 1u32 << (id % 32);
+        if allowed {
+            self.words[id / 32] |= bit;
+        } else {
+            self.words[id / 32] &= !bit;
+        }
+    }
+
+    /// Forbids every token.
+    pub fn clear(&mut self) {
+        self.words.fill(0);
+    }
+
+    /// The words, in the engine layout.
+    #[inline]
+    pub fn as_words(&self) -> &[u32] {
+        &self.words
+    }
+
+    /// The words, mutable, in the engine layout.
+    #[inline]
+    pub fn as_words_mut(&mut self) -> &mut [u32] {
+        &mut self.words
+    }
+
+    /// How many tokens are allowed.
+    pub fn count_allowed(&self) -> usize {
+        count_allowed(&self.words)
+    }
+
+    /// The allowed token ids in increasing order.
+    pub fn allowed_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        allowed_ids(&self.words)
+    }
+}
+
+/// How many bits are set in a mask given as words.
+pub fn count_allowed(words: &[u32]) -> usize {
+    words.iter().map(|w| w.count_ones() as usize).sum()
+}
+
+/// The set bits of a mask given as words, in increasing order.
+pub fn allowed_ids(words: &[u32]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(wi, &w)| {
+        let mut rest = w;
+        std::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let bit = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            Some(wi * 32 + bit)
+        })
+    })
+}
+
+impl std::fmt::Debug for TokenBitmask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TokenBitmask({} of {} allowed)", self.count_allowed(), self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_and_iterate() {
+        let mut m = TokenBitmask::new(100);
+        for id in [0, 31, 32, 63, 99] {
+            m.set(id, true);
+        }
+        assert_eq!(m.allowed_ids().collect::<Vec<_>>(), vec![0, 31, 32, 63, 99]);
+        m.set(31, false);
+        assert!(!m.get(31));
+        assert!(!m.get(1000));
+        assert_eq!(m.count_allowed(), 4);
+    }
+}

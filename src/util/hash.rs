@@ -1,0 +1,37 @@
+//! Hashers. In-memory maps use [`FastMap`]/[`FastSet`] (rustc-hash: fast, not DoS-resistant,
+//! which is fine because keys are our own ids, never attacker-chosen strings). Keys that
+//! must be identical across grammars, runs and machines (the cross-grammar cache key) use
+//! [`StableHasher`], xxh3 over an explicit byte encoding.
+
+/// A hash map with the fast in-memory hasher.
+pub type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
+/// A hash set with the fast in-memory hasher.
+pub type FastSet<K> = rustc_hash::FxHashSet<K>;
+
+/// A stable 64-bit hasher: the same sequence of writes gives the same value everywhere.
+#[derive(Debug, Default, Clone)]
+pub struct StableHasher {
+    buf: Vec<u8>,
+}
+
+impl StableHasher {
+    /// An empty hasher.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Feeds a `u64` (little endian).
+    pub fn write_u64(&mut self, v: u64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Feeds bytes, length-prefixed so that concatenations cannot collide.
+    pub fn write_bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.write_u64(b.len() as u64);
+        self.buf.extend_from_slice(b);
+        self
+    }
+    /// The hash of everything fed so far.
+    pub fn finish(&self) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(&self.buf)
+    }
+}

@@ -1,0 +1,14 @@
+//! Layer 0: small data structures that know nothing of grammars or tokens.
+//!
+//! * [`bitset`] holds [`TokenBitmask`], the `u32` word layout serving engines use for their
+//!   int32 bitmask tensors (bit `i % 32` of word `i / 32` is token `i`).
+//! * [`hash`] fixes the hashers: a fast non-cryptographic one for in-memory maps and a
+//!   stable 64-bit one (xxh3) for keys that must agree across processes and grammars.
+//! * [`utf8`] turns code-point ranges into UTF-8 byte-range sequences, which is how
+//!   character classes reach the byte-level automata.
+
+pub mod bitset;
+pub mod hash;
+pub mod utf8;
+
+pub use bitset::TokenBitmask;
