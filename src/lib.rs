@@ -25,8 +25,10 @@
 // Unsafe code is confined to the hot loops that justify it, each with an `allow`.
 #![deny(unsafe_code)]
 
+pub mod earley;
 pub mod error;
 pub mod grammar;
+pub mod fsm;
 pub mod util;
 
 pub use error::Error;

@@ -1,0 +1,286 @@
+//! Layer 4: an Earley parser over the rule automata, one byte at a time.
+//!
+//! An [`Item`] is (global automaton state, origin position, repetition count): the state
+//! determines the rule and the position inside it, the origin is the input position where
+//! the rule was predicted, and the count is used only by counted repetitions
+//! ([`crate::fsm::RuleKind::Counted`], XGrammar-2 §3.6). The three Earley operations
+//! (Kallmeyer's formulation, XGrammar-2 appendix D) become:
+//!
+//! * **scan**: an item whose state has a byte edge covering the input byte moves along it;
+//! * **predict**: an item whose state has a rule edge to `B` adds `B`'s start state with origin
+//!   here, and records itself as waiting for `B` at this position;
+//! * **complete**: an item in a final state of rule `B` with origin `o` advances every item that
+//!   was waiting for `B` at position `o`.
+//!
+//! Nullable rules are handled as Aycock and Horspool propose: predicting a nullable rule also
+//! advances the predicting item at once, so completions of empty rules never need items that
+//! arrive later in the same set. Left recursion terminates because items are deduplicated per
+//! set. Empty matches never advance a counted repetition, so counts stay bounded by the input.
+//!
+//! One item set is kept per consumed byte, in a single vector with row offsets; rolling back
+//! `n` bytes is a truncation, which is what the mask computation uses to share work between
+//! tokens with a common prefix.
+
+use std::sync::Arc;
+
+use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::util::hash::FastSet;
+
+/// An Earley item.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct Item {
+    /// The automaton state (global id).
+    pub state: StateId,
+    /// The position where the item's rule was predicted.
+    pub origin: u32,
+    /// For counted repetitions: how many times the inner rule has matched; otherwise 0.
+    pub count: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    rule: u32,
+    parent: Item,
+}
+
+/// The Earley parser state: one item set per consumed byte.
+///
+/// # Example
+/// ```
+/// use maskforge::{earley::Parser, fsm::GrammarFsm, parse_ebnf};
+/// use std::sync::Arc;
+/// let g = parse_ebnf(r#"root ::= "a" root "b" | "" "#, "root")?;
+/// let mut p = Parser::new(Arc::new(GrammarFsm::new(&g)?));
+/// assert!(p.advance_bytes(b"aab") == 3 && !p.is_accepting());
+/// assert!(p.advance_byte(b'b') && p.is_accepting());
+/// assert!(!p.advance_byte(b'b'));
+/// p.pop_bytes(2);
+/// assert_eq!(p.byte_len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Parser {
+    fsm: Arc<GrammarFsm>,
+    items: Vec<Item>,
+    set_starts: Vec<u32>,
+    waiting: Vec<Waiting>,
+    waiting_starts: Vec<u32>,
+    accepting: Vec<bool>,
+    // Scratch, cleared per set.
+    seen: FastSet<Item>,
+    completed: FastSet<(u32, u32)>,
+}
+
+impl Parser {
+    /// A parser at the start of the root rule.
+    pub fn new(fsm: Arc<GrammarFsm>) -> Self {
+        let root = fsm.root();
+        let start = fsm.rules()[root as usize].start;
+        Self::with_start_items(fsm, &[Item { state: start, origin: 0, count: 0 }])
+    }
+
+    /// A parser whose first set holds `items` (and their closure). Items of the root rule with
+    /// origin 0 count as the root: their completion makes the parser accepting.
+    pub fn with_start_items(fsm: Arc<GrammarFsm>, items: &[Item]) -> Self {
+        let mut p = Parser {
+            fsm,
+            items: Vec::new(),
+            set_starts: Vec::new(),
+            waiting: Vec::new(),
+            waiting_starts: Vec::new(),
+            accepting: Vec::new(),
+            seen: FastSet::default(),
+            completed: FastSet::default(),
+        };
+        p.open_set();
+        for &it in items {
+            p.add(it);
+        }
+        p.close_set();
+        p
+    }
+
+    /// The automata this parser runs on.
+    pub fn fsm(&self) -> &Arc<GrammarFsm> {
+        &self.fsm
+    }
+
+    /// The number of bytes consumed.
+    #[inline]
+    pub fn byte_len(&self) -> usize {
+        self.set_starts.len() - 1
+    }
+
+    /// Whether the input so far is a complete match of the root rule.
+    #[inline]
+    pub fn is_accepting(&self) -> bool {
+        *self.accepting.last().expect("a parser always has a set")
+    }
+
+    /// The items of the newest set.
+    #[inline]
+    pub fn current_items(&self) -> &[Item] {
+        &self.items[*self.set_starts.last().unwrap() as usize..]
+    }
+
+    /// Consumes one byte. Returns `false`, leaving the state unchanged, when no item can read it.
+    pub fn advance_byte(&mut self, b: u8) -> bool {
+        let cur_start = *self.set_starts.last().unwrap() as usize;
+        let cur_end = self.items.len();
+        self.open_set();
+        let Parser { fsm, items, seen, .. } = self;
+        for i in cur_start..cur_end {
+            let it = items[i];
+            for e in fsm.byte_edges(it.state) {
+                if e.lo <= b && b <= e.hi {
+                    push_item(seen, items, Item { state: e.target, origin: it.origin, count: it.count });
+                } else if e.lo > b {
+                    break;
+                }
+            }
+        }
+        if self.items.len() == cur_end {
+            self.discard_open_set();
+            return false;
+        }
+        self.close_set();
+        true
+    }
+
+    /// Consumes bytes until one is rejected; returns how many were consumed.
+    pub fn advance_bytes(&mut self, bytes: &[u8]) -> usize {
+        for (i, &b) in bytes.iter().enumerate() {
+            if !self.advance_byte(b) {
+                return i;
+            }
+        }
+        bytes.len()
+    }
+
+    /// Undoes the last `n` consumed bytes.
+    ///
+    /// # Panics
+    /// When `n` exceeds [`Parser::byte_len`].
+    pub fn pop_bytes(&mut self, n: usize) {
+        assert!(n <= self.byte_len(), "cannot pop {n} bytes from a parser holding {}", self.byte_len());
+        if n == 0 {
+            return;
+        }
+        let keep = self.set_starts.len() - n;
+        self.items.truncate(self.set_starts[keep] as usize);
+        self.set_starts.truncate(keep);
+        self.waiting.truncate(self.waiting_starts[keep] as usize);
+        self.waiting_starts.truncate(keep);
+        self.accepting.truncate(keep);
+    }
+
+    /// Truncates to the state after `len` bytes.
+    pub fn truncate_bytes(&mut self, len: usize) {
+        self.pop_bytes(self.byte_len() - len);
+    }
+
+    /// The set of bytes some item of the newest set can read, as a 256-bit set.
+    pub fn next_bytes(&self) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        for it in self.current_items() {
+            for e in self.fsm.byte_edges(it.state) {
+                for b in e.lo..=e.hi {
+                    set[(b >> 6) as usize] |= 1 << (b & 63);
+                }
+            }
+        }
+        set
+    }
+
+    fn open_set(&mut self) {
+        self.set_starts.push(self.items.len() as u32);
+        self.waiting_starts.push(self.waiting.len() as u32);
+        self.accepting.push(false);
+        self.seen.clear();
+        self.completed.clear();
+    }
+
+    fn discard_open_set(&mut self) {
+        let start = self.set_starts.pop().unwrap() as usize;
+        self.items.truncate(start);
+        let ws = self.waiting_starts.pop().unwrap() as usize;
+        self.waiting.truncate(ws);
+        self.accepting.pop();
+    }
+
+    #[inline]
+    fn add(&mut self, it: Item) {
+        push_item(&mut self.seen, &mut self.items, it);
+    }
+
+    /// Runs predict and complete to a fixpoint over the open set.
+    fn close_set(&mut self) {
+        let pos = (self.set_starts.len() - 1) as u32;
+        let fsm = Arc::clone(&self.fsm);
+        let mut i = *self.set_starts.last().unwrap() as usize;
+        while i < self.items.len() {
+            let it = self.items[i];
+            i += 1;
+            let rule = fsm.rule_of(it.state);
+            let kind = fsm.rules()[rule as usize].kind;
+            let (is_final, may_loop) = match kind {
+                RuleKind::Plain => (fsm.is_final(it.state), true),
+                RuleKind::Counted { min, max, .. } => (it.count >= min, it.count < max),
+            };
+            if is_final {
+                if rule == fsm.root() && it.origin == 0 {
+                    *self.accepting.last_mut().unwrap() = true;
+                }
+                if self.completed.insert((rule, it.origin)) {
+                    self.complete(rule, it.origin, pos);
+                }
+            }
+            if !may_loop {
+                continue;
+            }
+            for e in fsm.rule_edges(it.state) {
+                self.waiting.push(Waiting { rule: e.rule, parent: it });
+                let callee = &fsm.rules()[e.rule as usize];
+                self.add(Item { state: callee.start, origin: pos, count: 0 });
+                if callee.nullable && matches!(kind, RuleKind::Plain) {
+                    self.add(Item { state: e.target, origin: it.origin, count: it.count });
+                }
+            }
+        }
+    }
+
+    /// Advances every item waiting at `origin` for `rule`, which matched `origin..pos`.
+    fn complete(&mut self, rule: u32, origin: u32, pos: u32) {
+        let ws = self.waiting_starts[origin as usize] as usize;
+        let we = if origin == pos { self.waiting.len() } else { self.waiting_starts[origin as usize + 1] as usize };
+        for w in ws..we {
+            let Waiting { rule: r, parent } = self.waiting[w];
+            if r != rule {
+                continue;
+            }
+            match self.fsm.rules()[self.fsm.rule_of(parent.state) as usize].kind {
+                RuleKind::Plain => {
+                    let Parser { fsm, items, seen, .. } = self;
+                    for e in fsm.rule_edges(parent.state) {
+                        if e.rule == rule {
+                            push_item(seen, items, Item { state: e.target, origin: parent.origin, count: parent.count });
+                        }
+                    }
+                }
+                RuleKind::Counted { max, .. } => {
+                    // Empty matches do not count (see the module docs).
+                    if origin != pos && parent.count < max {
+                        self.add(Item { state: parent.state, origin: parent.origin, count: parent.count + 1 });
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[inline]
+fn push_item(seen: &mut FastSet<Item>, items: &mut Vec<Item>, it: Item) {
+    if seen.insert(it) {
+        items.push(it);
+    }
+}

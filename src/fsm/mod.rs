@@ -1,0 +1,194 @@
+//! Layer 3: byte-level automata, one per grammar rule.
+//!
+//! Every rule body becomes a finite automaton whose edges read a **byte range**, or reference
+//! another **rule** (the Earley parser predicts into it and resumes on completion). Epsilon
+//! edges exist only while building ([`Fsm`]); they are removed, and the automaton is
+//! determinized when that stays small, before freezing. Determinism matters twice: it keeps
+//! Earley sets small (one item per position instead of one per NFA path), and it makes the
+//! structural hash of an automaton canonical (the cross-grammar cache key, XGrammar-2 §3.3).
+//!
+//! All rule automata of a grammar are frozen together into one [`GrammarFsm`]: states are
+//! numbered globally, edges live in two CSR arrays sorted by label, so an Earley item needs only
+//! a global state id (`u32`) and the parser's hot loop reads contiguous memory.
+//!
+//! Repetition `R{m,n}` is expanded into the automaton when that is small (`[0-9]{4}`), and
+//! otherwise becomes a **counted rule** (XGrammar-2 §3.6): a one-state automaton looping over a
+//! reference to `R`, with the repetition count kept in the Earley item, so that compile time and
+//! memory do not grow with the bounds (`maxLength: 100000`).
+
+mod build;
+mod determinize;
+
+pub use build::{build_grammar_fsm, FsmLimits};
+
+use crate::grammar::{Grammar, RuleId};
+
+/// A state id in a [`GrammarFsm`] (global over all rules).
+pub type StateId = u32;
+
+/// An edge label while building.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Label {
+    /// One byte in `lo..=hi`.
+    Bytes(u8, u8),
+    /// A complete match of a rule.
+    Rule(u32),
+    /// No input.
+    Epsilon,
+}
+
+/// A mutable automaton with epsilon edges, used while building one rule.
+#[derive(Clone, Debug, Default)]
+pub struct Fsm {
+    /// Outgoing edges per state: (label, target).
+    pub edges: Vec<Vec<(Label, u32)>>,
+    /// Accepting states.
+    pub finals: Vec<bool>,
+    /// The initial state.
+    pub start: u32,
+}
+
+impl Fsm {
+    /// Adds a state and returns its id.
+    pub fn add_state(&mut self) -> u32 {
+        self.edges.push(Vec::new());
+        self.finals.push(false);
+        (self.edges.len() - 1) as u32
+    }
+    /// Adds an edge.
+    pub fn add_edge(&mut self, from: u32, label: Label, to: u32) {
+        self.edges[from as usize].push((label, to));
+    }
+    /// The number of states.
+    pub fn state_len(&self) -> usize {
+        self.edges.len()
+    }
+}
+
+/// How a rule of the automaton set behaves.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum RuleKind {
+    /// An ordinary rule: its automaton accepts when it reaches a final state.
+    Plain,
+    /// A counted repetition of `inner` (a rule id of this automaton set): the automaton is a
+    /// single state looping over `inner`, and the Earley item counts the loops. It accepts
+    /// when the count is at least `min` and may loop while the count is below `max`.
+    /// Empty matches of `inner` never count (so `min` is 0 when `inner` is nullable).
+    Counted {
+        /// The repeated rule.
+        inner: u32,
+        /// Least count.
+        min: u32,
+        /// Largest count (`u32::MAX` for unbounded).
+        max: u32,
+    },
+}
+
+/// One rule of a [`GrammarFsm`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsmRule {
+    /// The rule's name (synthetic rules get `parent_name$rep`-style names).
+    pub name: String,
+    /// Its initial state.
+    pub start: StateId,
+    /// How it accepts.
+    pub kind: RuleKind,
+    /// Whether it matches the empty string.
+    pub nullable: bool,
+}
+
+/// A byte edge of the frozen automaton.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ByteEdge {
+    /// Lowest byte.
+    pub lo: u8,
+    /// Highest byte (inclusive).
+    pub hi: u8,
+    /// Target state.
+    pub target: StateId,
+}
+
+/// A rule-reference edge of the frozen automaton.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct RuleEdge {
+    /// The referenced rule (an index into [`GrammarFsm::rules`]).
+    pub rule: u32,
+    /// Target state once the rule has matched.
+    pub target: StateId,
+}
+
+/// The frozen automata of every rule of a grammar, with global state numbering.
+///
+/// Rules `0..grammar.rules().len()` are the grammar's own rules with the same ids; synthetic
+/// rules (counted repetitions and their bodies) follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrammarFsm {
+    pub(crate) rules: Vec<FsmRule>,
+    pub(crate) root: u32,
+    pub(crate) state_rule: Vec<u32>,
+    pub(crate) finals: Vec<bool>,
+    pub(crate) byte_offsets: Vec<u32>,
+    pub(crate) byte_edges: Vec<ByteEdge>,
+    pub(crate) rule_offsets: Vec<u32>,
+    pub(crate) rule_edges: Vec<RuleEdge>,
+}
+
+impl GrammarFsm {
+    /// Builds the automata of `grammar` with default limits.
+    ///
+    /// # Errors
+    /// [`crate::fsm::FsmLimits`] exceeded.
+    pub fn new(grammar: &Grammar) -> Result<Self, crate::grammar::GrammarError> {
+        build_grammar_fsm(grammar, &FsmLimits::default())
+    }
+    /// All rules (grammar rules first, then synthetic ones).
+    #[inline]
+    pub fn rules(&self) -> &[FsmRule] {
+        &self.rules
+    }
+    /// The root rule.
+    #[inline]
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+    /// The number of states.
+    #[inline]
+    pub fn state_len(&self) -> usize {
+        self.finals.len()
+    }
+    /// The rule a state belongs to.
+    #[inline]
+    pub fn rule_of(&self, s: StateId) -> u32 {
+        self.state_rule[s as usize]
+    }
+    /// Whether `s` is final (for counted rules: when the count allows it).
+    #[inline]
+    pub fn is_final(&self, s: StateId) -> bool {
+        self.finals[s as usize]
+    }
+    /// The byte edges of `s`, sorted by `lo`, disjoint in deterministic states.
+    #[inline]
+    pub fn byte_edges(&self, s: StateId) -> &[ByteEdge] {
+        &self.byte_edges[self.byte_offsets[s as usize] as usize..self.byte_offsets[s as usize + 1] as usize]
+    }
+    /// The rule edges of `s`, sorted by rule.
+    #[inline]
+    pub fn rule_edges(&self, s: StateId) -> &[RuleEdge] {
+        &self.rule_edges[self.rule_offsets[s as usize] as usize..self.rule_offsets[s as usize + 1] as usize]
+    }
+    /// The grammar rule id of rule index `r`, if it is one of the grammar's own rules.
+    pub fn grammar_rule(&self, r: u32, grammar: &Grammar) -> Option<RuleId> {
+        ((r as usize) < grammar.rules().len()).then(|| RuleId::new(r as usize))
+    }
+    /// Heap bytes used.
+    pub fn memory_usage(&self) -> usize {
+        self.rules.capacity() * std::mem::size_of::<FsmRule>()
+            + self.rules.iter().map(|r| r.name.capacity()).sum::<usize>()
+            + self.state_rule.capacity() * 4
+            + self.finals.capacity()
+            + self.byte_offsets.capacity() * 4
+            + self.byte_edges.capacity() * std::mem::size_of::<ByteEdge>()
+            + self.rule_offsets.capacity() * 4
+            + self.rule_edges.capacity() * std::mem::size_of::<RuleEdge>()
+    }
+}
