@@ -15,7 +15,8 @@
 //! Nullable rules are handled as Aycock and Horspool propose: predicting a nullable rule also
 //! advances the predicting item at once, so completions of empty rules never need items that
 //! arrive later in the same set. Left recursion terminates because items are deduplicated per
-//! set. Empty matches never advance a counted repetition, so counts stay bounded by the input.
+//! set. A counted repetition loops back to its start only from a state reached by reading at
+//! least one byte of the iteration, so counts stay bounded by the input length.
 //!
 //! One item set is kept per consumed byte, in a single vector with row offsets; rolling back
 //! `n` bytes is a truncation, which is what the mask computation uses to share work between
@@ -24,7 +25,7 @@
 use std::sync::Arc;
 
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
-use crate::util::hash::FastSet;
+use crate::util::hash::{FastMap, FastSet};
 
 /// An Earley item.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -69,6 +70,7 @@ pub struct Parser {
     // Scratch, cleared per set.
     seen: FastSet<Item>,
     completed: FastSet<(u32, u32)>,
+    loops: FastMap<(StateId, u32), u32>,
 }
 
 impl Parser {
@@ -91,6 +93,7 @@ impl Parser {
             accepting: Vec::new(),
             seen: FastSet::default(),
             completed: FastSet::default(),
+            loops: FastMap::default(),
         };
         p.open_set();
         for &it in items {
@@ -198,6 +201,7 @@ impl Parser {
         self.accepting.push(false);
         self.seen.clear();
         self.completed.clear();
+        self.loops.clear();
     }
 
     fn discard_open_set(&mut self) {
@@ -222,10 +226,18 @@ impl Parser {
             let it = self.items[i];
             i += 1;
             let rule = fsm.rule_of(it.state);
-            let kind = fsm.rules()[rule as usize].kind;
-            let (is_final, may_loop) = match kind {
-                RuleKind::Plain => (fsm.is_final(it.state), true),
-                RuleKind::Counted { min, max, .. } => (it.count >= min, it.count < max),
+            let info = &fsm.rules()[rule as usize];
+            let is_final = match info.kind {
+                RuleKind::Plain => fsm.is_final(it.state),
+                RuleKind::Counted { min, .. } if it.state == info.start => it.count >= min,
+                RuleKind::Counted { min, max } if fsm.is_final(it.state) => {
+                    let done = it.count + 1;
+                    if done < max && self.first_loop(info.nullable, info.start, it.origin, done) {
+                        self.add(Item { state: info.start, origin: it.origin, count: done });
+                    }
+                    done >= min
+                }
+                RuleKind::Counted { .. } => false,
             };
             if is_final {
                 if rule == fsm.root() && it.origin == 0 {
@@ -235,16 +247,34 @@ impl Parser {
                     self.complete(rule, it.origin, pos);
                 }
             }
-            if !may_loop {
-                continue;
-            }
             for e in fsm.rule_edges(it.state) {
                 self.waiting.push(Waiting { rule: e.rule, parent: it });
                 let callee = &fsm.rules()[e.rule as usize];
                 self.add(Item { state: callee.start, origin: pos, count: 0 });
-                if callee.nullable && matches!(kind, RuleKind::Plain) {
+                if callee.nullable {
                     self.add(Item { state: e.target, origin: it.origin, count: it.count });
                 }
+            }
+        }
+    }
+
+    /// Whether a counted rule may loop back to its start with count `done`. A body that can
+    /// match the empty string could otherwise loop without reading anything, once per count up
+    /// to the maximum; such a rule has no minimum (see `RuleKind::Counted`), so the loop item
+    /// with the lowest count in a set allows everything a higher one does, and only it is kept.
+    fn first_loop(&mut self, nullable_body: bool, start: StateId, origin: u32, done: u32) -> bool {
+        if !nullable_body {
+            return true;
+        }
+        match self.loops.entry((start, origin)) {
+            std::collections::hash_map::Entry::Occupied(e) if *e.get() <= done => false,
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                e.insert(done);
+                true
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(done);
+                true
             }
         }
     }
@@ -258,20 +288,10 @@ impl Parser {
             if r != rule {
                 continue;
             }
-            match self.fsm.rules()[self.fsm.rule_of(parent.state) as usize].kind {
-                RuleKind::Plain => {
-                    let Parser { fsm, items, seen, .. } = self;
-                    for e in fsm.rule_edges(parent.state) {
-                        if e.rule == rule {
-                            push_item(seen, items, Item { state: e.target, origin: parent.origin, count: parent.count });
-                        }
-                    }
-                }
-                RuleKind::Counted { max, .. } => {
-                    // Empty matches do not count (see the module docs).
-                    if origin != pos && parent.count < max {
-                        self.add(Item { state: parent.state, origin: parent.origin, count: parent.count + 1 });
-                    }
+            let Parser { fsm, items, seen, .. } = self;
+            for e in fsm.rule_edges(parent.state) {
+                if e.rule == rule {
+                    push_item(seen, items, Item { state: e.target, origin: parent.origin, count: parent.count });
                 }
             }
         }

@@ -37,10 +37,8 @@ struct Builder<'a> {
     names: Vec<String>,
     kinds: Vec<RuleKind>,
     pending: Vec<Option<Expr>>,
-    /// Synthetic body rules, deduplicated by their expression.
-    lifted: FastMap<Expr, u32>,
-    /// Counted rules, deduplicated by (inner, min, max).
-    counted: FastMap<(u32, u32, u32), u32>,
+    /// Counted rules, deduplicated by (body, min, max).
+    counted: FastMap<(Expr, u32, u32), u32>,
     states: usize,
 }
 
@@ -54,25 +52,17 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         names: grammar.rules().iter().map(|r| r.name.clone()).collect(),
         kinds: vec![RuleKind::Plain; grammar.rules().len()],
         pending: grammar.rules().iter().map(|r| Some(r.body.clone())).collect(),
-        lifted: FastMap::default(),
         counted: FastMap::default(),
         states: 0,
     };
     let mut fsms: Vec<Fsm> = Vec::new();
     let mut r = 0;
     while r < b.pending.len() {
-        let fsm = match b.pending[r].take() {
-            Some(body) => b.rule_fsm(&body)?,
-            None => {
-                // A counted rule: one state looping over its inner rule.
-                let RuleKind::Counted { inner, .. } = b.kinds[r] else { unreachable!("only counted rules have no body") };
-                let mut f = Fsm::default();
-                let s = f.add_state();
-                f.add_edge(s, Label::Rule(inner), s);
-                f.finals[s as usize] = true;
-                f
-            }
-        };
+        let body = b.pending[r].take().expect("every rule has a body");
+        let mut fsm = b.rule_fsm(&body)?;
+        if matches!(b.kinds[r], RuleKind::Counted { .. }) {
+            add_fresh_start(&mut fsm);
+        }
         b.states += fsm.state_len();
         if b.states > limits.max_total_states {
             return Err(GrammarError::TooLarge { what: "automaton states", actual: b.states, limit: limits.max_total_states });
@@ -81,17 +71,26 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         r += 1;
     }
     let nullable = nullable_rules(&fsms, &b.kinds);
-    // Empty iterations never count, so a counted repetition of a nullable rule needs no minimum.
-    for (i, kind) in b.kinds.iter_mut().enumerate() {
-        if let RuleKind::Counted { inner, min, .. } = kind {
-            if nullable[*inner as usize] {
+    // Empty iterations never count, so a counted repetition of a nullable body needs no minimum.
+    for (r, kind) in b.kinds.iter_mut().enumerate() {
+        if let RuleKind::Counted { min, .. } = kind {
+            if nullable[r] {
                 *min = 0;
             }
-            let _ = i;
         }
     }
-    let nullable = nullable_rules(&fsms, &b.kinds);
     Ok(freeze(fsms, b.names, b.kinds, nullable, grammar.root().index() as u32))
+}
+
+/// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
+/// start" always means "a new iteration begins" (see [`RuleKind::Counted`]). The new start keeps
+/// the old start's finality: for counted rules, finality marks where an iteration may end.
+fn add_fresh_start(fsm: &mut Fsm) {
+    let old = fsm.start;
+    let fresh = fsm.add_state();
+    fsm.edges[fresh as usize] = fsm.edges[old as usize].clone();
+    fsm.finals[fresh as usize] = fsm.finals[old as usize];
+    fsm.start = fresh;
 }
 
 impl Builder<'_> {
@@ -156,8 +155,7 @@ impl Builder<'_> {
                 if expand {
                     self.expand_repeat(nfa, &rep.expr, rep.min, rep.max, from)
                 } else {
-                    let inner = self.lift(&rep.expr);
-                    let counted = self.counted_rule(inner, rep.min, rep.max.unwrap_or(u32::MAX));
+                    let counted = self.counted_rule(&rep.expr, rep.min, rep.max.unwrap_or(u32::MAX));
                     let next = nfa.add_state();
                     nfa.add_edge(from, Label::Rule(counted), next);
                     next
@@ -197,32 +195,18 @@ impl Builder<'_> {
         }
     }
 
-    /// The rule matching exactly `e`: the referenced rule itself, or a synthetic one.
-    fn lift(&mut self, e: &Expr) -> u32 {
-        if let Expr::Rule(r) = e {
-            return r.index() as u32;
-        }
-        if let Some(&r) = self.lifted.get(e) {
-            return r;
-        }
-        let r = self.names.len() as u32;
-        self.names.push(format!("$body{r}"));
-        self.kinds.push(RuleKind::Plain);
-        self.pending.push(Some(e.clone()));
-        self.lifted.insert(e.clone(), r);
-        r
-    }
-
-    fn counted_rule(&mut self, inner: u32, min: u32, max: u32) -> u32 {
-        if let Some(&r) = self.counted.get(&(inner, min, max)) {
+    /// The counted rule for `e{min,max}`, shared by identical repetitions.
+    fn counted_rule(&mut self, e: &Expr, min: u32, max: u32) -> u32 {
+        let key = (e.clone(), min, max);
+        if let Some(&r) = self.counted.get(&key) {
             return r;
         }
         let r = self.names.len() as u32;
         let bound = if max == u32::MAX { String::new() } else { max.to_string() };
-        self.names.push(format!("{}$repeat{{{min},{bound}}}", self.names[inner as usize]));
-        self.kinds.push(RuleKind::Counted { inner, min, max });
-        self.pending.push(None);
-        self.counted.insert((inner, min, max), r);
+        self.names.push(format!("$repeat{r}{{{min},{bound}}}"));
+        self.kinds.push(RuleKind::Counted { min, max });
+        self.pending.push(Some(e.clone()));
+        self.counted.insert(key, r);
         r
     }
 }
@@ -253,8 +237,9 @@ fn nullable_rules(fsms: &[Fsm], kinds: &[RuleKind]) -> Vec<bool> {
                 continue;
             }
             let n = match kinds[r] {
-                RuleKind::Counted { inner, min, .. } => min == 0 || nullable[inner as usize],
-                RuleKind::Plain => {
+                RuleKind::Counted { min: 0, .. } => true,
+                // A counted rule's start keeps the body's finality, so this checks the body.
+                RuleKind::Counted { .. } | RuleKind::Plain => {
                     let mut seen = vec![false; fsm.state_len()];
                     let mut stack = vec![fsm.start];
                     seen[fsm.start as usize] = true;

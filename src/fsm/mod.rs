@@ -12,9 +12,12 @@
 //! a global state id (`u32`) and the parser's hot loop reads contiguous memory.
 //!
 //! Repetition `R{m,n}` is expanded into the automaton when that is small (`[0-9]{4}`), and
-//! otherwise becomes a **counted rule** (XGrammar-2 §3.6): a one-state automaton looping over a
-//! reference to `R`, with the repetition count kept in the Earley item, so that compile time and
-//! memory do not grow with the bounds (`maxLength: 100000`).
+//! otherwise becomes a **counted rule** (XGrammar-2 §3.6): the automaton of `R` alone, whose
+//! final states loop back to its start while the Earley item counts the iterations, so that
+//! compile time and memory do not grow with the bounds (`maxLength: 100000`). Keeping `R`'s
+//! automaton inline (rather than a loop over a reference to a rule `R`) means a token spanning
+//! several iterations stays inside one automaton, which the mask cache can classify without
+//! consulting the context.
 
 mod build;
 mod determinize;
@@ -70,13 +73,13 @@ impl Fsm {
 pub enum RuleKind {
     /// An ordinary rule: its automaton accepts when it reaches a final state.
     Plain,
-    /// A counted repetition of `inner` (a rule id of this automaton set): the automaton is a
-    /// single state looping over `inner`, and the Earley item counts the loops. It accepts
-    /// when the count is at least `min` and may loop while the count is below `max`.
-    /// Empty matches of `inner` never count (so `min` is 0 when `inner` is nullable).
+    /// A counted repetition of a body: the automaton is the body's, plus a start state with no
+    /// incoming edges. The Earley item's count is the number of finished iterations. At the
+    /// start state the rule may end when `count >= min`; at a state final for the body, the
+    /// current iteration may end, so the rule may end when `count + 1 >= min`, and a new
+    /// iteration may begin (back at the start, with `count + 1`) when `count + 1 < max`.
+    /// Iterations that consume nothing never count, so `min` is 0 when the body is nullable.
     Counted {
-        /// The repeated rule.
-        inner: u32,
         /// Least count.
         min: u32,
         /// Largest count (`u32::MAX` for unbounded).

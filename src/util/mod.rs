@@ -9,6 +9,7 @@
 
 pub mod bitset;
 pub mod hash;
+pub mod stats;
 pub mod utf8;
 
 pub use bitset::TokenBitmask;

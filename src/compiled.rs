@@ -1,0 +1,47 @@
+//! Layer 6: [`CompiledGrammar`], the immutable product of compilation that many matchers share.
+//!
+//! It bundles the grammar IR, its frozen automata and the vocabulary it was compiled for. It is
+//! an `Arc` inside: cloning is a reference-count increment, and it is `Send + Sync` so that a
+//! serving engine can compile once and hand it to matchers on any thread.
+
+use std::sync::Arc;
+
+use crate::fsm::GrammarFsm;
+use crate::grammar::Grammar;
+use crate::tokenizer::Vocabulary;
+
+/// A grammar compiled for one vocabulary; see [`crate::GrammarCompiler`].
+#[derive(Clone, Debug)]
+pub struct CompiledGrammar {
+    inner: Arc<CompiledInner>,
+}
+
+#[derive(Debug)]
+struct CompiledInner {
+    grammar: Grammar,
+    fsm: Arc<GrammarFsm>,
+    vocab: Vocabulary,
+}
+
+impl CompiledGrammar {
+    pub(crate) fn new(grammar: Grammar, fsm: GrammarFsm, vocab: Vocabulary) -> Self {
+        CompiledGrammar { inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab }) }
+    }
+    /// The grammar IR.
+    pub fn grammar(&self) -> &Grammar {
+        &self.inner.grammar
+    }
+    /// The rule automata.
+    pub fn fsm(&self) -> &Arc<GrammarFsm> {
+        &self.inner.fsm
+    }
+    /// The vocabulary the grammar was compiled for.
+    pub fn vocabulary(&self) -> &Vocabulary {
+        &self.inner.vocab
+    }
+    /// Heap bytes used by the grammar's own structures (the vocabulary is shared and counted
+    /// by [`Vocabulary::memory_usage`]).
+    pub fn memory_usage(&self) -> usize {
+        self.inner.fsm.memory_usage()
+    }
+}

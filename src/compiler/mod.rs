@@ -1,0 +1,123 @@
+//! Layer 8: [`GrammarCompiler`], which turns grammar sources into [`CompiledGrammar`]s for one
+//! vocabulary.
+//!
+//! The compiler is the builder of the "config, builder, immutable product, mutable state"
+//! pattern: [`CompilerConfig`] → [`GrammarCompiler`] → [`CompiledGrammar`] →
+//! [`crate::GrammarMatcher`]. It never depends on the matcher.
+
+mod builtin;
+
+use crate::compiled::CompiledGrammar;
+use crate::error::Error;
+use crate::frontend::ebnf::parse_ebnf;
+use crate::fsm::{build_grammar_fsm, FsmLimits};
+use crate::grammar::Grammar;
+use crate::tokenizer::Vocabulary;
+
+pub use builtin::JSON_GRAMMAR_EBNF;
+
+/// Compilation options. Setters take and return the config by value.
+///
+/// # Example
+/// ```
+/// use maskforge::CompilerConfig;
+/// let config = CompilerConfig::default().max_expanded_repeat(8);
+/// assert_eq!(config.get_max_expanded_repeat(), 8);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompilerConfig {
+    fsm: FsmLimits,
+}
+
+impl CompilerConfig {
+    /// Repetitions up to this bound are expanded into automata; larger ones keep a counter.
+    pub fn max_expanded_repeat(mut self, n: u32) -> Self {
+        self.fsm.max_expanded_repeat = n;
+        self
+    }
+    /// The configured expansion bound.
+    pub fn get_max_expanded_repeat(&self) -> u32 {
+        self.fsm.max_expanded_repeat
+    }
+    /// Replaces all automaton limits.
+    pub fn fsm_limits(mut self, limits: FsmLimits) -> Self {
+        self.fsm = limits;
+        self
+    }
+    /// The automaton limits.
+    pub fn get_fsm_limits(&self) -> &FsmLimits {
+        &self.fsm
+    }
+}
+
+/// Compiles grammars for one vocabulary. Cheap to clone; `Send + Sync`.
+///
+/// # Example
+/// ```
+/// use maskforge::{GrammarCompiler, CompilerConfig, GrammarMatcher, Vocabulary};
+/// let vocab = Vocabulary::builder().tokens(["a", "b", "ab", "</s>"]).stop_token(3).build()?;
+/// let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+/// let grammar = compiler.compile_grammar(r#"root ::= "a"+ "b""#)?;
+/// let mut m = GrammarMatcher::new(&grammar);
+/// assert!(m.accept_token(0) && m.accept_token(2));
+/// assert!(m.can_terminate() && m.accept_token(3) && m.is_terminated());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct GrammarCompiler {
+    vocab: Vocabulary,
+    config: CompilerConfig,
+}
+
+impl GrammarCompiler {
+    /// A compiler for `vocab`.
+    pub fn new(vocab: Vocabulary, config: CompilerConfig) -> Self {
+        GrammarCompiler { vocab, config }
+    }
+
+    /// The vocabulary grammars are compiled for.
+    pub fn vocabulary(&self) -> &Vocabulary {
+        &self.vocab
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CompilerConfig {
+        &self.config
+    }
+
+    /// Compiles EBNF text (XGrammar's dialect) whose start rule is `root`.
+    ///
+    /// # Errors
+    /// [`Error::Ebnf`] for syntax errors and malformed grammars (with line and column),
+    /// [`Error::Grammar`] for limits exceeded while building automata.
+    pub fn compile_grammar(&self, ebnf: &str) -> Result<CompiledGrammar, Error> {
+        self.compile_grammar_with_root(ebnf, "root")
+    }
+
+    /// Compiles EBNF text with a chosen start rule.
+    ///
+    /// # Errors
+    /// As [`GrammarCompiler::compile_grammar`].
+    pub fn compile_grammar_with_root(&self, ebnf: &str, root: &str) -> Result<CompiledGrammar, Error> {
+        let grammar = parse_ebnf(ebnf, root)?;
+        self.compile(grammar)
+    }
+
+    /// Compiles a grammar built with [`crate::GrammarBuilder`] or a front-end.
+    ///
+    /// # Errors
+    /// [`Error::Grammar`] when automaton limits are exceeded.
+    pub fn compile(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
+        let fsm = build_grammar_fsm(&grammar, &self.config.fsm)?;
+        Ok(CompiledGrammar::new(grammar, fsm, self.vocab.clone()))
+    }
+
+    /// Compiles the builtin JSON grammar (ECMA-404: any JSON value, any whitespace between
+    /// tokens); see [`JSON_GRAMMAR_EBNF`].
+    ///
+    /// # Errors
+    /// Never in practice; the signature matches the other compile methods.
+    pub fn compile_builtin_json_grammar(&self) -> Result<CompiledGrammar, Error> {
+        self.compile_grammar(JSON_GRAMMAR_EBNF)
+    }
+}

@@ -1,0 +1,328 @@
+//! Layer 7: [`GrammarMatcher`], the per-request state a serving engine drives every step.
+//!
+//! The matcher owns an Earley [`Parser`] and a stack of the byte lengths of the tokens it
+//! accepted, so `rollback(n)` is a truncation of the parser's item sets. Mask computation is
+//! delegated to [`oracle`] (the exact reference every fast path is checked against).
+
+pub mod oracle;
+
+use crate::compiled::CompiledGrammar;
+use crate::earley::Parser;
+use crate::util::bitset::mask_words;
+
+/// Per-matcher options. Setters take and return the config by value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MatcherConfig {
+    stop_tokens: Option<Vec<u32>>,
+    max_rollback_tokens: Option<usize>,
+    terminate_without_stop_token: bool,
+}
+
+impl MatcherConfig {
+    /// Uses these stop tokens instead of the vocabulary's.
+    pub fn stop_tokens(mut self, ids: impl IntoIterator<Item = u32>) -> Self {
+        self.stop_tokens = Some(ids.into_iter().collect());
+        self
+    }
+    /// Limits how many tokens [`GrammarMatcher::rollback`] may undo (default: unlimited).
+    pub fn max_rollback_tokens(mut self, n: usize) -> Self {
+        self.max_rollback_tokens = Some(n);
+        self
+    }
+    /// When set, the matcher is terminated as soon as the root rule can end and nothing else
+    /// may follow, without a stop token (for engines that do not sample one).
+    pub fn terminate_without_stop_token(mut self, yes: bool) -> Self {
+        self.terminate_without_stop_token = yes;
+        self
+    }
+}
+
+/// Why a matcher call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatcherError {
+    /// A token id outside the vocabulary.
+    #[error("token id {id} is out of range for a vocabulary of {vocab_size} tokens")]
+    InvalidTokenId {
+        /// The id.
+        id: u32,
+        /// The vocabulary size.
+        vocab_size: usize,
+    },
+    /// `rollback` was asked to undo more tokens than it can.
+    #[error("cannot roll back {requested} tokens: {available} can be rolled back")]
+    RollbackTooFar {
+        /// Tokens requested.
+        requested: usize,
+        /// Tokens that can be undone.
+        available: usize,
+    },
+    /// The mask buffer is too small for the vocabulary.
+    #[error("the mask buffer has {got} words, {need} are needed")]
+    MaskTooSmall {
+        /// Words given.
+        got: usize,
+        /// Words needed.
+        need: usize,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Bytes(u32),
+    Stop,
+}
+
+/// Matches tokens against a compiled grammar and computes next-token masks.
+///
+/// # Example
+/// ```
+/// use maskforge::{GrammarCompiler, CompilerConfig, GrammarMatcher, TokenBitmask, Vocabulary};
+/// let vocab = Vocabulary::builder().tokens(["{", "}", "{}", " ", "</s>"]).stop_token(4).build()?;
+/// let grammar = GrammarCompiler::new(vocab, CompilerConfig::default()).compile_builtin_json_grammar()?;
+/// let mut m = GrammarMatcher::new(&grammar);
+/// let mut mask = TokenBitmask::new(5);
+/// m.fill_next_token_bitmask(mask.as_words_mut());
+/// assert_eq!(mask.allowed_ids().collect::<Vec<_>>(), vec![0, 2, 3]);
+/// assert!(m.accept_token(2));
+/// m.fill_next_token_bitmask(mask.as_words_mut());
+/// assert_eq!(mask.allowed_ids().collect::<Vec<_>>(), vec![3, 4]);
+/// m.rollback(1)?;
+/// assert!(!m.accept_token(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct GrammarMatcher {
+    grammar: CompiledGrammar,
+    parser: Parser,
+    steps: Vec<Step>,
+    terminated: bool,
+    stop_tokens: Vec<u32>,
+    config: MatcherConfig,
+    scratch: oracle::OracleScratch,
+}
+
+impl GrammarMatcher {
+    /// A matcher at the start of `grammar` with the default configuration.
+    pub fn new(grammar: &CompiledGrammar) -> Self {
+        Self::with_config(grammar, MatcherConfig::default())
+    }
+
+    /// A matcher with the given configuration.
+    pub fn with_config(grammar: &CompiledGrammar, config: MatcherConfig) -> Self {
+        let stop_tokens = match &config.stop_tokens {
+            Some(ids) => ids.clone(),
+            None => grammar.vocabulary().stop_token_ids().to_vec(),
+        };
+        GrammarMatcher {
+            grammar: grammar.clone(),
+            parser: Parser::new(grammar.fsm().clone()),
+            steps: Vec::new(),
+            terminated: false,
+            stop_tokens,
+            config,
+            scratch: oracle::OracleScratch::default(),
+        }
+    }
+
+    /// The compiled grammar.
+    pub fn grammar(&self) -> &CompiledGrammar {
+        &self.grammar
+    }
+
+    /// The stop tokens in effect.
+    pub fn stop_token_ids(&self) -> &[u32] {
+        &self.stop_tokens
+    }
+
+    /// Accepts one token. Returns `false`, leaving the state unchanged, when the grammar does not
+    /// allow it (including ids outside the vocabulary, special tokens the grammar does not use,
+    /// and every token after termination).
+    pub fn accept_token(&mut self, id: u32) -> bool {
+        self.try_accept_token(id).unwrap_or(false)
+    }
+
+    /// As [`GrammarMatcher::accept_token`], but an id outside the vocabulary is an error.
+    ///
+    /// # Errors
+    /// [`MatcherError::InvalidTokenId`].
+    pub fn try_accept_token(&mut self, id: u32) -> Result<bool, MatcherError> {
+        let vocab = self.grammar.vocabulary();
+        if id as usize >= vocab.vocab_size() {
+            return Err(MatcherError::InvalidTokenId { id, vocab_size: vocab.vocab_size() });
+        }
+        if self.terminated {
+            return Ok(false);
+        }
+        if self.stop_tokens.contains(&id) {
+            if self.parser.is_accepting() {
+                self.steps.push(Step::Stop);
+                self.terminated = true;
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        let bytes = vocab.token_bytes(id);
+        if bytes.is_empty() || vocab.is_special(id) {
+            return Ok(false);
+        }
+        let n = self.parser.advance_bytes(bytes);
+        if n < bytes.len() {
+            self.parser.pop_bytes(n);
+            return Ok(false);
+        }
+        self.steps.push(Step::Bytes(n as u32));
+        self.after_accept();
+        Ok(true)
+    }
+
+    /// Accepts a string as if it were one token (it counts as one step for
+    /// [`GrammarMatcher::rollback`]). All or nothing: on `false` the state is unchanged.
+    pub fn accept_string(&mut self, s: impl AsRef<[u8]>) -> bool {
+        let bytes = s.as_ref();
+        if self.terminated {
+            return false;
+        }
+        let n = self.parser.advance_bytes(bytes);
+        if n < bytes.len() {
+            self.parser.pop_bytes(n);
+            return false;
+        }
+        self.steps.push(Step::Bytes(n as u32));
+        self.after_accept();
+        true
+    }
+
+    fn after_accept(&mut self) {
+        if self.config.terminate_without_stop_token && self.parser.is_accepting() && self.parser.next_bytes() == [0; 4] {
+            self.terminated = true;
+        }
+    }
+
+    /// Writes the mask of tokens allowed next into `out` (`ceil(vocab_size / 32)` words; bit
+    /// `i % 32` of word `i / 32` is token `i`). Stop tokens are allowed exactly when the grammar
+    /// can end here. Returns whether every token of the vocabulary is allowed.
+    ///
+    /// # Panics
+    /// When `out` is shorter than `ceil(vocab_size / 32)` words; use
+    /// [`GrammarMatcher::try_fill_next_token_bitmask`] to get an error instead.
+    pub fn fill_next_token_bitmask(&mut self, out: &mut [u32]) -> bool {
+        self.try_fill_next_token_bitmask(out).expect("mask buffer too small")
+    }
+
+    /// As [`GrammarMatcher::fill_next_token_bitmask`], with an error for a short buffer.
+    ///
+    /// # Errors
+    /// [`MatcherError::MaskTooSmall`].
+    pub fn try_fill_next_token_bitmask(&mut self, out: &mut [u32]) -> Result<bool, MatcherError> {
+        let vocab = self.grammar.vocabulary().clone();
+        let need = mask_words(vocab.vocab_size());
+        if out.len() < need {
+            return Err(MatcherError::MaskTooSmall { got: out.len(), need });
+        }
+        let out = &mut out[..need];
+        out.fill(0);
+        if self.terminated {
+            return Ok(false);
+        }
+        oracle::fill_exact_mask(&mut self.parser, &vocab, &mut self.scratch, out);
+        if self.parser.is_accepting() {
+            for &s in &self.stop_tokens {
+                if (s as usize) < vocab.vocab_size() {
+                    out[s as usize / 32] |= 1 << (s % 32);
+                }
+            }
+        }
+        Ok(crate::util::bitset::count_allowed(out) == vocab.vocab_size())
+    }
+
+    /// Whether a stop token has been accepted (or the grammar ended, with
+    /// [`MatcherConfig::terminate_without_stop_token`]).
+    pub fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Whether the input so far is a complete match, so a stop token would be accepted.
+    pub fn can_terminate(&self) -> bool {
+        !self.terminated && self.parser.is_accepting()
+    }
+
+    /// Whether the input so far is a complete match (XGrammar's name for
+    /// [`GrammarMatcher::can_terminate`], true also after termination).
+    pub fn is_completed(&self) -> bool {
+        self.parser.is_accepting()
+    }
+
+    /// How many tokens (steps) have been accepted.
+    pub fn num_accepted_tokens(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Undoes the last `n` accepted tokens.
+    ///
+    /// # Errors
+    /// [`MatcherError::RollbackTooFar`] when `n` exceeds the accepted tokens or
+    /// [`MatcherConfig::max_rollback_tokens`]; nothing is undone then.
+    pub fn rollback(&mut self, n: usize) -> Result<(), MatcherError> {
+        let available = self.steps.len().min(self.config.max_rollback_tokens.unwrap_or(usize::MAX));
+        if n > available {
+            return Err(MatcherError::RollbackTooFar { requested: n, available });
+        }
+        for _ in 0..n {
+            match self.steps.pop().unwrap() {
+                Step::Stop => {}
+                Step::Bytes(k) => self.parser.pop_bytes(k as usize),
+            }
+            self.terminated = false;
+        }
+        if n > 0 && self.config.terminate_without_stop_token {
+            self.after_accept();
+        }
+        Ok(())
+    }
+
+    /// Returns to the initial state.
+    pub fn reset(&mut self) {
+        self.parser.truncate_bytes(0);
+        self.steps.clear();
+        self.terminated = false;
+    }
+
+    /// The bytes every continuation must start with (jump-forward decoding), cut at the last
+    /// complete UTF-8 character. Empty when the grammar may end here or branches at once.
+    pub fn find_jump_forward_bytes(&mut self) -> Vec<u8> {
+        let mut forced = Vec::new();
+        if self.terminated {
+            return forced;
+        }
+        const MAX_FORCED: usize = 1 << 16;
+        while forced.len() < MAX_FORCED && !self.parser.is_accepting() {
+            let next = self.parser.next_bytes();
+            if next.iter().map(|w| w.count_ones()).sum::<u32>() != 1 {
+                break;
+            }
+            let b = next.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i as u8 * 64 + w.trailing_zeros() as u8).unwrap();
+            if !self.parser.advance_byte(b) {
+                break;
+            }
+            forced.push(b);
+        }
+        self.parser.pop_bytes(forced.len());
+        let valid = match std::str::from_utf8(&forced) {
+            Ok(_) => forced.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        forced.truncate(valid);
+        forced
+    }
+
+    /// [`GrammarMatcher::find_jump_forward_bytes`] as a string.
+    pub fn find_jump_forward_string(&mut self) -> String {
+        String::from_utf8(self.find_jump_forward_bytes()).expect("cut at a character boundary")
+    }
+
+    /// The parser (for tests and the mask cache).
+    pub fn parser(&self) -> &Parser {
+        &self.parser
+    }
+}

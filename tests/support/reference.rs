@@ -1,0 +1,120 @@
+//! A second, independent recognizer for the grammar IR, used to check the Earley parser.
+//!
+//! It computes, for every rule and start position, the set of end positions, as a least
+//! fixpoint (start with nothing, re-evaluate every rule at every position until no set grows).
+//! That handles left recursion and nullable rules without any of the Earley machinery. It is
+//! exponential in nothing but slow in everything: only for short strings and small grammars.
+
+use std::collections::BTreeSet;
+
+use maskforge::{Expr, Grammar};
+
+/// Whether `input` is in the language of `grammar`'s root.
+pub fn recognizes(grammar: &Grammar, input: &[u8]) -> bool {
+    let n = input.len();
+    let rules = grammar.rules().len();
+    let mut table: Vec<Vec<BTreeSet<usize>>> = vec![vec![BTreeSet::new(); n + 1]; rules];
+    loop {
+        let mut changed = false;
+        for r in 0..rules {
+            for i in 0..=n {
+                let ends = eval(&grammar.rules()[r].body, i, input, &table);
+                if ends.len() > table[r][i].len() {
+                    table[r][i] = ends;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    table[grammar.root().index()][0].contains(&n)
+}
+
+fn eval(e: &Expr, i: usize, input: &[u8], table: &[Vec<BTreeSet<usize>>]) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    match e {
+        Expr::Empty => {
+            out.insert(i);
+        }
+        Expr::Bytes(b) => {
+            if input[i..].starts_with(b) {
+                out.insert(i + b.len());
+            }
+        }
+        Expr::Class(c) => {
+            if let Some((cp, len)) = decode_utf8(&input[i..]) {
+                if c.resolved_ranges().iter().any(|&(lo, hi)| lo <= cp && cp <= hi) {
+                    out.insert(i + len);
+                }
+            }
+        }
+        Expr::Rule(r) => out = table[r.index()][i].clone(),
+        Expr::Seq(items) => {
+            let mut cur: BTreeSet<usize> = [i].into();
+            for item in items {
+                let mut next = BTreeSet::new();
+                for &p in &cur {
+                    next.extend(eval(item, p, input, table));
+                }
+                cur = next;
+            }
+            out = cur;
+        }
+        Expr::Choice(alts) => {
+            for a in alts {
+                out.extend(eval(a, i, input, table));
+            }
+        }
+        Expr::Repeat(rep) => {
+            // Positions after k repetitions, k = 0, 1, ...; stop when no new positions appear
+            // and the count exceeds the minimum (positions only grow, so this terminates).
+            let mut cur: BTreeSet<usize> = [i].into();
+            let mut k = 0u32;
+            let mut seen_at_min: BTreeSet<usize> = BTreeSet::new();
+            loop {
+                if k >= rep.min {
+                    let before = seen_at_min.len();
+                    seen_at_min.extend(cur.iter().copied());
+                    if k > rep.min && seen_at_min.len() == before {
+                        break;
+                    }
+                }
+                if rep.max.is_some_and(|m| k >= m) {
+                    break;
+                }
+                let mut next = BTreeSet::new();
+                for &p in &cur {
+                    next.extend(eval(&rep.expr, p, input, table));
+                }
+                if next.is_empty() {
+                    break;
+                }
+                cur = next;
+                k += 1;
+                if k > rep.min + input.len() as u32 + 2 && rep.max.is_none() {
+                    // Only empty iterations can go on; the positions are already recorded.
+                    break;
+                }
+            }
+            if k >= rep.min {
+                seen_at_min.extend(cur.iter().copied());
+            }
+            out = seen_at_min;
+        }
+    }
+    out
+}
+
+fn decode_utf8(b: &[u8]) -> Option<(u32, usize)> {
+    let len = match *b.first()? {
+        0x00..=0x7F => 1,
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => return None,
+    };
+    let s = std::str::from_utf8(b.get(..len)?).ok()?;
+    Some((s.chars().next()? as u32, len))
+}
