@@ -1,5 +1,6 @@
 //! The crate-wide [`Error`]: one variant per layer, each wrapping that layer's typed error.
 
+use crate::frontend::ebnf::EbnfError;
 use crate::grammar::GrammarError;
 
 /// Any error maskforge returns.
@@ -9,4 +10,7 @@ pub enum Error {
     /// The grammar IR is malformed (undefined rule, empty language, ...).
     #[error(transparent)]
     Grammar(#[from] GrammarError),
+    /// An EBNF grammar text is malformed or describes an ill-formed grammar.
+    #[error(transparent)]
+    Ebnf(#[from] EbnfError),
 }

@@ -27,10 +27,13 @@
 
 pub mod earley;
 pub mod error;
+pub mod frontend;
 pub mod grammar;
 pub mod fsm;
 pub mod util;
 
 pub use error::Error;
+pub use frontend::ebnf::{parse_ebnf, EbnfError};
+pub use frontend::{Position, Span, SyntaxError};
 pub use grammar::{CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId};
 pub use util::TokenBitmask;

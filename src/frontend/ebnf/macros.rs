@@ -1,0 +1,167 @@
+//! Macro calls in rule bodies: `Name(arg, ..., key=value, ...)`.
+//!
+//! XGrammar extends EBNF with built-in "macros" — `TagDispatch(...)`, `Regex("...")`,
+//! `Token(...)`, `ExcludeToken(...)`, `TokenTagDispatch(...)` — that denote expressions a
+//! plain grammar cannot state compactly. This module owns their surface syntax: the small
+//! argument AST ([`MacroValue`], [`MacroArgs`]) and its parser, and the single dispatch
+//! point [`Parser::macro_call`] that turns a call into an expression. Supporting a macro
+//! means adding one arm there; the syntax below is shared by all of them.
+//!
+//! A call is a name *immediately* followed by `(` (no space between): `foo (x)` is the
+//! rule `foo` followed by a group, `foo(x)` a call. Arguments are strings, integers,
+//! `true`/`false`, names, and parenthesized tuples of these (which may nest); a `key=value`
+//! argument is named. A trailing comma is allowed in argument lists and tuples.
+//!
+//! No macro is supported yet: every call is a syntax error at the macro's name.
+
+use super::lexer::{Token, TokenKind};
+use super::parser::{Parser, MAX_NESTING};
+use crate::frontend::{Span, SyntaxError};
+use crate::grammar::Expr;
+
+/// A macro argument value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // read by the macros to come; parsed today so the syntax is checked
+pub(super) enum MacroValue<'a> {
+    /// A string literal (decoded UTF-8 bytes).
+    Str(Vec<u8>, Span),
+    /// An integer.
+    Int(i64, Span),
+    /// `true` or `false`.
+    Bool(bool, Span),
+    /// A name (a rule reference in most macros).
+    Ident(&'a str, Span),
+    /// `(a, b, ...)`
+    Tuple(Vec<MacroValue<'a>>, Span),
+}
+
+/// The arguments of one call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[allow(dead_code)] // read by the macros to come
+pub(super) struct MacroArgs<'a> {
+    /// Positional arguments in order.
+    pub(super) positional: Vec<MacroValue<'a>>,
+    /// Named arguments in order, each with the span of its name; names are unique.
+    pub(super) named: Vec<(&'a str, Span, MacroValue<'a>)>,
+    /// The whole parenthesized argument list.
+    pub(super) span: Span,
+}
+
+/// Macros XGrammar defines; calls to them say "not supported yet" rather than "unknown".
+const XGRAMMAR_MACROS: [&str; 5] = ["TagDispatch", "Token", "ExcludeToken", "TokenTagDispatch", "Regex"];
+
+impl<'a> Parser<'a> {
+    /// Parses the arguments of a call to `name` (the next token is its `(`) and turns the
+    /// call into an expression.
+    pub(super) fn macro_call(&mut self, name: &'a str, name_span: Span) -> Result<Expr, SyntaxError> {
+        let args = self.macro_args()?;
+        self.dispatch_macro(name, name_span, args)
+    }
+
+    /// The single dispatch point from a macro's name to its meaning.
+    fn dispatch_macro(&mut self, name: &str, name_span: Span, args: MacroArgs<'a>) -> Result<Expr, SyntaxError> {
+        let _ = args;
+        match name {
+            name if XGRAMMAR_MACROS.contains(&name) => {
+                Err(self.error(name_span, format!("macro `{name}` is not supported yet")))
+            }
+            _ => Err(self.error(
+                name_span,
+                format!("unknown macro `{name}` (to use rule `{name}` before a group, put a space before `(`)"),
+            )),
+        }
+    }
+
+    /// `( [arg ("," arg)* ","?] )` where `arg` is `value` or `name = value`.
+    fn macro_args(&mut self) -> Result<MacroArgs<'a>, SyntaxError> {
+        let open = self.bump()?;
+        let mut args = MacroArgs::default();
+        loop {
+            if self.peek()?.kind == TokenKind::RParen {
+                break;
+            }
+            if let Some((key, key_span)) = self.named_key()? {
+                let value = self.macro_value(1)?;
+                if args.named.iter().any(|(k, _, _)| *k == key) {
+                    return Err(self.error(key_span, format!("argument `{key}` is given more than once")));
+                }
+                args.named.push((key, key_span, value));
+            } else {
+                let value = self.macro_value(1)?;
+                args.positional.push(value);
+            }
+            let sep = self.peek()?;
+            match sep.kind {
+                TokenKind::Comma => {
+                    self.bump()?;
+                }
+                TokenKind::RParen => break,
+                _ => {
+                    let sep = sep.clone();
+                    return Err(self.expected(&sep, "`,` or `)` in macro arguments"));
+                }
+            }
+        }
+        let close = self.bump()?;
+        args.span = Span::new(open.span.start, close.span.end);
+        Ok(args)
+    }
+
+    /// Consumes `name =` and returns the name, if that is what comes next.
+    fn named_key(&mut self) -> Result<Option<(&'a str, Span)>, SyntaxError> {
+        let (key, span) = match self.peek()? {
+            Token { kind: TokenKind::Ident(key), span } => (*key, *span),
+            _ => return Ok(None),
+        };
+        if self.peek2()?.kind != TokenKind::Equal {
+            return Ok(None);
+        }
+        self.bump()?;
+        self.bump()?;
+        Ok(Some((key, span)))
+    }
+
+    /// One argument value; `depth` counts the enclosing parentheses.
+    fn macro_value(&mut self, depth: usize) -> Result<MacroValue<'a>, SyntaxError> {
+        let tok = self.bump()?;
+        let span = tok.span;
+        Ok(match tok.kind {
+            TokenKind::Str(s) => MacroValue::Str(s, span),
+            TokenKind::Int(digits) => match digits.parse::<i64>() {
+                Ok(v) => MacroValue::Int(v, span),
+                Err(_) => return Err(self.error(span, format!("integer `{digits}` does not fit in 64 bits"))),
+            },
+            TokenKind::Ident("true") => MacroValue::Bool(true, span),
+            TokenKind::Ident("false") => MacroValue::Bool(false, span),
+            TokenKind::Ident(name) => MacroValue::Ident(name, span),
+            TokenKind::LParen => {
+                if depth >= MAX_NESTING {
+                    return Err(
+                        self.error(span, format!("parentheses nested too deeply: the limit is {MAX_NESTING} levels"))
+                    );
+                }
+                let mut items = Vec::new();
+                loop {
+                    if self.peek()?.kind == TokenKind::RParen {
+                        break;
+                    }
+                    items.push(self.macro_value(depth + 1)?);
+                    let sep = self.peek()?;
+                    match sep.kind {
+                        TokenKind::Comma => {
+                            self.bump()?;
+                        }
+                        TokenKind::RParen => break,
+                        _ => {
+                            let sep = sep.clone();
+                            return Err(self.expected(&sep, "`,` or `)` in a tuple"));
+                        }
+                    }
+                }
+                let close = self.bump()?;
+                MacroValue::Tuple(items, Span::new(span.start, close.span.end))
+            }
+            _ => return Err(self.expected(&tok, "a string, integer, boolean, name or tuple as macro argument")),
+        })
+    }
+}
