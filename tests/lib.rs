@@ -1,0 +1,6 @@
+//! The single integration-test binary (STYLE.md §3.6): every suite is a module here.
+
+mod support;
+
+mod earley;
+mod properties;

@@ -1,0 +1,4 @@
+//! Shared test helpers: fixtures, the reference recognizer, random grammar strategies.
+
+pub mod gen;
+pub mod reference;
