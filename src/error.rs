@@ -1,6 +1,7 @@
 //! The crate-wide [`Error`]: one variant per layer, each wrapping that layer's typed error.
 
 use crate::grammar::GrammarError;
+use crate::tokenizer::VocabError;
 
 /// Any error maskforge returns.
 #[derive(Debug, thiserror::Error)]
@@ -9,4 +10,7 @@ pub enum Error {
     /// The grammar IR is malformed (undefined rule, empty language, ...).
     #[error(transparent)]
     Grammar(#[from] GrammarError),
+    /// The tokenizer could not be loaded, or text could not be encoded.
+    #[error(transparent)]
+    Vocab(#[from] VocabError),
 }

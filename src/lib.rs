@@ -27,8 +27,10 @@
 
 pub mod error;
 pub mod grammar;
+pub mod tokenizer;
 pub mod util;
 
 pub use error::Error;
 pub use grammar::{CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId};
+pub use tokenizer::{TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
