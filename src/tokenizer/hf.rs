@@ -12,7 +12,9 @@
 //!   of the tokenizer that adds no prefix space (the `Prepend` normalizer is dropped, `Metaspace`
 //!   gets `prepend_scheme: never`, `ByteLevel` gets `add_prefix_space: false`), does not
 //!   normalize (only `Replace` and `ByteLevel` normalizers are kept, so NFC and friends cannot
-//!   change the bytes), and treats special-token strings as plain text. The result is checked.
+//!   change the bytes), and treats special-token strings as plain text. In a byte-fallback
+//!   vocabulary a literal `▁` in the text (which the tokenizer would read as a space) is spelled
+//!   with its three byte tokens. The result is checked.
 
 use std::sync::{Arc, OnceLock};
 
@@ -21,7 +23,8 @@ use tokenizers::normalizers::NormalizerWrapper;
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::Tokenizer;
 
-use super::{source, VocabError, Vocabulary};
+use super::decode::METASPACE;
+use super::{source, VocabError, VocabKind, Vocabulary};
 
 /// Encodes text to token ids with the model's Hugging Face tokenizer. Cheap to clone (an `Arc`
 /// inside), `Send + Sync`.
@@ -108,7 +111,28 @@ impl TextEncoder {
         let matching =
             self.inner.matching.get_or_init(|| matching_tokenizer(&self.inner.plain).map_err(|e| e.to_string()));
         let tokenizer = matching.as_ref().map_err(|message| VocabError::Encoder { message: message.clone() })?;
-        let ids = tokenizer.encode_fast(text, false).map_err(encoder_error)?.get_ids().to_vec();
+        let encode = |piece: &str| {
+            Ok::<_, VocabError>(tokenizer.encode_fast(piece, false).map_err(encoder_error)?.get_ids().to_vec())
+        };
+        let vocab = &self.inner.vocab;
+        let ids = if vocab.kind() == VocabKind::ByteFallback && text.contains(METASPACE) {
+            // A literal `▁` in the text would be read as a space: spell it with its byte tokens.
+            let mut utf8 = [0; 3];
+            let bytes = METASPACE.encode_utf8(&mut utf8).as_bytes();
+            let byte_ids: Vec<u32> = bytes.iter().filter_map(|b| vocab.token_id(&format!("<0x{b:02X}>"))).collect();
+            let mut ids = Vec::new();
+            for (i, piece) in text.split(METASPACE).enumerate() {
+                if i > 0 {
+                    ids.extend_from_slice(&byte_ids);
+                }
+                if !piece.is_empty() {
+                    ids.extend(encode(piece)?);
+                }
+            }
+            ids
+        } else {
+            encode(text)?
+        };
         let got = self.inner.vocab.concat_bytes(&ids);
         if got != text.as_bytes() {
             let cut = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned();
@@ -286,7 +310,8 @@ mod tests {
           "decoder": {"type": "Sequence", "decoders": [
               {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"}]},
           "model": {"type": "BPE", "byte_fallback": true, "fuse_unk": true,
-              "vocab": {"<s>": 0, "\u2581": 1, "a": 2, "b": 3, "\u2581a": 4, "<0x0A>": 5, "<": 6, "s": 7, ">": 8},
+              "vocab": {"<s>": 0, "\u2581": 1, "a": 2, "b": 3, "\u2581a": 4, "<0x0A>": 5, "<": 6, "s": 7, ">": 8,
+                  "<0xE2>": 9, "<0x96>": 10, "<0x81>": 11},
               "merges": [["\u2581", "a"]]}
         }"#;
         let vocab = Vocabulary::from_tokenizer_json(json, None).unwrap();
@@ -297,7 +322,37 @@ mod tests {
         assert_eq!(encoder.encode_for_matching(" a\n").unwrap(), vec![4, 5]);
         assert_eq!(encoder.encode("<s>").unwrap(), vec![0]);
         assert_eq!(encoder.encode_for_matching("<s>").unwrap(), vec![6, 7, 8]);
+        // A literal `▁` is spelled with byte tokens, not read as a space.
+        assert_eq!(encoder.encode_for_matching("a\u{2581}b").unwrap(), vec![2, 9, 10, 11, 3]);
+        assert_eq!(vocab.concat_bytes(&encoder.encode("\u{2581}").unwrap()), b"  ");
         let err = encoder.encode_for_matching("z").unwrap_err().to_string();
         assert!(err.starts_with("cannot encode \"z\" byte-exactly"), "{err}");
+    }
+
+    /// Every token's bytes and string form agree with the Hugging Face tokenizer, for the four
+    /// real tokenizers (fails with the fetch instruction if they are missing).
+    #[test]
+    fn token_bytes_agree_with_the_hf_decoder() {
+        for name in source::FIXTURE_NAMES {
+            let files = source::resolve_tokenizer(name).unwrap_or_else(|e| panic!("{e}"));
+            let json = source::read_maybe_gzip(&files.tokenizer).unwrap();
+            let vocab = Vocabulary::from_tokenizer_json(&json, None).unwrap();
+            let hf = Tokenizer::from_bytes(&json).unwrap();
+            assert_eq!(hf.get_vocab_size(true), vocab.vocab_size(), "{name}");
+            for id in 0..vocab.vocab_size() as u32 {
+                assert_eq!(hf.id_to_token(id).as_deref(), vocab.token_str(id), "{name} id {id}");
+                if vocab.is_special(id) {
+                    continue;
+                }
+                let decoded = hf.decode(&[id], false).unwrap();
+                let bytes = vocab.token_bytes(id);
+                // Llama 2's decoder strips one leading space of the whole text (`Strip`).
+                let bytes = match vocab.kind() {
+                    VocabKind::ByteFallback => bytes.strip_prefix(b" ").unwrap_or(bytes),
+                    _ => bytes,
+                };
+                assert_eq!(decoded, String::from_utf8_lossy(bytes), "{name} id {id}");
+            }
+        }
     }
 }

@@ -93,11 +93,29 @@ pub(crate) struct TextTable {
     pub(crate) offsets: Vec<u32>,
     pub(crate) class: Vec<TokenClass>,
     pub(crate) special_ids: Vec<u32>,
-    /// The non-padding ids sorted by string form, one id per string form.
-    pub(crate) by_text: Vec<u32>,
+    /// The non-padding ids sorted by (hash of the string form, not added, id): a compact index
+    /// for [`Vocabulary::token_id`] that is much faster to build than a sort by string.
+    pub(crate) by_hash: Vec<u32>,
+}
+
+/// The hash of a string form in [`TextTable::by_hash`].
+fn text_hash(text: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(text)
 }
 
 impl TextTable {
+    /// The id with string form `text`, preferring added tokens, then the smallest id.
+    fn find(&self, text: &str) -> Option<u32> {
+        let h = text_hash(text);
+        let start = self.by_hash.partition_point(|&id| text_hash(self.text(id as usize)) < h);
+        self.by_hash[start..]
+            .iter()
+            .take_while(|&&id| text_hash(self.text(id as usize)) == h)
+            .find(|&&id| self.text(id as usize) == text)
+            .copied()
+    }
+
     fn text(&self, id: usize) -> &str {
         match (self.offsets.get(id), self.offsets.get(id + 1)) {
             (Some(&start), Some(&end)) => &self.data[start as usize..end as usize],
@@ -405,8 +423,7 @@ impl Vocabulary {
     /// # Ok::<(), maskforge::tokenizer::VocabError>(())
     /// ```
     pub fn token_id(&self, text: &str) -> Option<u32> {
-        let t = &*self.texts;
-        t.by_text.binary_search_by(|&id| t.text(id as usize).cmp(text)).ok().map(|i| t.by_text[i])
+        self.texts.find(text)
     }
 
     /// Whether `id` is a special token (no bytes; never produced by grammar text).
@@ -461,7 +478,7 @@ impl Vocabulary {
             + t.offsets.capacity() * 4
             + t.class.capacity() * std::mem::size_of::<TokenClass>()
             + t.special_ids.capacity() * 4
-            + t.by_text.capacity() * 4
+            + t.by_hash.capacity() * 4
             + b.data.capacity()
             + b.offsets.capacity() * 4
             + b.sorted_ids.capacity() * 4
@@ -524,7 +541,7 @@ pub(crate) fn build_text_table(tokens: Vec<Option<RawToken>>) -> Result<TextTabl
         offsets: Vec::with_capacity(tokens.len() + 1),
         class: Vec::with_capacity(tokens.len()),
         special_ids: Vec::new(),
-        by_text: Vec::new(),
+        by_hash: Vec::new(),
     };
     table.offsets.push(0);
     let mut added = Vec::new();
@@ -547,15 +564,12 @@ pub(crate) fn build_text_table(tokens: Vec<Option<RawToken>>) -> Result<TextTabl
         table.class.push(class);
         table.offsets.push(table.data.len() as u32);
     }
-    // Sort by (string form, not added, id) and keep the first id of each string form.
-    let mut by_text: Vec<u32> =
-        (0..table.class.len() as u32).filter(|&id| table.class[id as usize] != TokenClass::Padding).collect();
-    by_text.sort_unstable_by(|&a, &b| {
-        let key = |id: u32| (table.text(id as usize), added.binary_search(&id).is_err(), id);
-        key(a).cmp(&key(b))
-    });
-    by_text.dedup_by(|later, first| table.text(*later as usize) == table.text(*first as usize));
-    table.by_text = by_text;
+    let mut keyed: Vec<(u64, bool, u32)> = (0..table.class.len() as u32)
+        .filter(|&id| table.class[id as usize] != TokenClass::Padding)
+        .map(|id| (text_hash(table.text(id as usize)), added.binary_search(&id).is_err(), id))
+        .collect();
+    keyed.sort_unstable();
+    table.by_hash = keyed.into_iter().map(|k| k.2).collect();
     Ok(table)
 }
 
@@ -584,8 +598,18 @@ pub(crate) fn build_byte_table(
     }
     data.shrink_to_fit();
     let bytes_of = |id: u32| &data[offsets[id as usize] as usize..offsets[id as usize + 1] as usize];
-    let mut sorted_ids: Vec<u32> = (0..n as u32).filter(|&id| !bytes_of(id).is_empty()).collect();
-    sorted_ids.sort_unstable_by(|&a, &b| bytes_of(a).cmp(bytes_of(b)).then(a.cmp(&b)));
+    // Sort on the first 8 bytes (big endian, zero padded: an order coarser than the
+    // lexicographic one) and compare whole slices only on ties.
+    let prefix_key = |bytes: &[u8]| {
+        let mut key = [0u8; 8];
+        let len = bytes.len().min(8);
+        key[..len].copy_from_slice(&bytes[..len]);
+        u64::from_be_bytes(key)
+    };
+    let mut keyed: Vec<(u64, u32)> =
+        (0..n as u32).filter(|&id| !bytes_of(id).is_empty()).map(|id| (prefix_key(bytes_of(id)), id)).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| bytes_of(a.1).cmp(bytes_of(b.1))).then(a.1.cmp(&b.1)));
+    let sorted_ids: Vec<u32> = keyed.into_iter().map(|k| k.1).collect();
     let mut sorted_lcp = Vec::with_capacity(sorted_ids.len());
     let mut prev: &[u8] = &[];
     for &id in &sorted_ids {
@@ -645,7 +669,7 @@ mod tests {
             Some(RawToken { text: "<t>".into(), special: true, added: true }),
         ];
         let table = build_text_table(tokens).unwrap();
-        assert_eq!(table.by_text.len(), 2);
+        assert_eq!(table.by_hash.len(), 3);
         let bytes = build_byte_table(&table, VocabKind::Raw, None).unwrap();
         let vocab =
             Vocabulary { texts: Arc::new(table), bytes: Arc::new(bytes), stop_ids: Arc::new([]), vocab_size: 4 };

@@ -61,8 +61,12 @@ pub fn fixtures_dir() -> PathBuf {
 /// # Ok::<(), maskforge::tokenizer::VocabError>(())
 /// ```
 pub fn resolve_tokenizer(name_or_path: &str) -> Result<TokenizerFiles, VocabError> {
+    resolve_in(name_or_path, &fixtures_dir())
+}
+
+fn resolve_in(name_or_path: &str, fixtures: &Path) -> Result<TokenizerFiles, VocabError> {
     if FIXTURE_NAMES.contains(&name_or_path) {
-        let dir = fixtures_dir().join("tokenizers");
+        let dir = fixtures.join("tokenizers");
         let tokenizer = dir.join(format!("{name_or_path}.tokenizer.json.gz"));
         let config = dir.join(format!("{name_or_path}.tokenizer_config.json"));
         for path in [&tokenizer, &config] {
@@ -177,6 +181,17 @@ mod tests {
         assert_eq!(
             err,
             "no tokenizer `/nonexistent/tok.json`: not an existing file or folder, and not one of the fixture names llama3, qwen3, gptoss, llama2"
+        );
+    }
+
+    #[test]
+    fn missing_fixtures_say_how_to_fetch() {
+        let err = resolve_in("llama3", Path::new("/nonexistent")).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "tokenizer fixture `llama3` not found at `/nonexistent/tokenizers/llama3.tokenizer.json.gz`: run \
+             scripts/fetch-tokenizers (from the repository root) to fetch the test tokenizers, or point \
+             MASKFORGE_FIXTURES at a folder holding tokenizers/llama3.tokenizer.json.gz"
         );
     }
 
