@@ -1,20 +1,8 @@
 //! [`TextEncoder`]: text → token ids with the Hugging Face `tokenizers` crate. This is the only
 //! file of maskforge that names that crate; the [`Vocabulary`] never needs it.
 //!
-//! Two encodings are offered:
-//!
-//! * [`TextEncoder::encode`] is the tokenizer's own encoding of a prompt, without added BOS/EOS
-//!   (`add_special_tokens = false`). SentencePiece-style tokenizers (Llama 2) prepend a space
-//!   (`▁`) to the text, and special-token strings in the text become special tokens.
-//! * [`TextEncoder::encode_for_matching`] returns ids whose [`Vocabulary::token_bytes`]
-//!   concatenate to *exactly* the input bytes: the tokens a model would emit to write that text
-//!   in the middle of its output, which is what the grammar matcher consumes. It uses a variant
-//!   of the tokenizer that adds no prefix space (the `Prepend` normalizer is dropped, `Metaspace`
-//!   gets `prepend_scheme: never`, `ByteLevel` gets `add_prefix_space: false`), does not
-//!   normalize (only `Replace` and `ByteLevel` normalizers are kept, so NFC and friends cannot
-//!   change the bytes), and treats special-token strings as plain text. In a byte-fallback
-//!   vocabulary a literal `▁` in the text (which the tokenizer would read as a space) is spelled
-//!   with its three byte tokens. The result is checked.
+//! See [`TextEncoder`] for its two encodings: the tokenizer's own, and the byte-exact one the
+//! grammar matcher needs.
 
 use std::sync::{Arc, OnceLock};
 
@@ -28,6 +16,21 @@ use super::{source, VocabError, VocabKind, Vocabulary};
 
 /// Encodes text to token ids with the model's Hugging Face tokenizer. Cheap to clone (an `Arc`
 /// inside), `Send + Sync`.
+///
+/// Two encodings are offered:
+///
+/// * [`TextEncoder::encode`] is the tokenizer's own encoding of a prompt, without added BOS/EOS
+///   (`add_special_tokens = false`). SentencePiece-style tokenizers (Llama 2) prepend a space
+///   (`▁`) to the text, and special-token strings in the text become special tokens.
+/// * [`TextEncoder::encode_for_matching`] returns ids whose [`Vocabulary::token_bytes`]
+///   concatenate to *exactly* the input bytes: the tokens a model would emit to write that text
+///   in the middle of its output, which is what the grammar matcher consumes. It uses a variant
+///   of the tokenizer that adds no prefix space (the `Prepend` normalizer is dropped, `Metaspace`
+///   gets `prepend_scheme: never`, `ByteLevel` gets `add_prefix_space: false`), does not
+///   normalize (only `Replace` and `ByteLevel` normalizers are kept, so NFC and friends cannot
+///   change the bytes), and treats special-token strings as plain text. In a byte-fallback
+///   vocabulary a literal `▁` in the text (which the tokenizer would read as a space) is spelled
+///   with its three byte tokens. The result is checked.
 ///
 /// # Example
 /// ```
@@ -95,7 +98,7 @@ impl TextEncoder {
         Ok(encoding.get_ids().to_vec())
     }
 
-    /// Ids whose bytes concatenate to exactly `text` (see the [module docs](self)): no prefix
+    /// Ids whose bytes concatenate to exactly `text` (see [`TextEncoder`]): no prefix
     /// space, no normalization, special-token strings spelled with normal tokens. Fails with
     /// [`VocabError::NotByteExact`] if the tokenizer cannot spell the text (an unknown token).
     ///

@@ -204,7 +204,7 @@ impl Vocabulary {
     /// let json = br#"{
     ///   "added_tokens": [{"id": 3, "content": "<|endoftext|>", "special": true}],
     ///   "decoder": {"type": "ByteLevel"},
-    ///   "model": {"type": "BPE", "vocab": {"a": 0, "Ġa": 1, "Ċ": 2}, "merges": []}
+    ///   "model": {"type": "BPE", "vocab": {"a": 0, "\u0120a": 1, "\u010a": 2}, "merges": []}
     /// }"#;
     /// let vocab = Vocabulary::from_tokenizer_json(json, None)?;
     /// assert_eq!(vocab.kind(), VocabKind::ByteLevel);
