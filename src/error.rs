@@ -2,6 +2,7 @@
 
 use crate::frontend::ebnf::EbnfError;
 use crate::grammar::GrammarError;
+use crate::tokenizer::VocabError;
 
 /// Any error maskforge returns.
 #[derive(Debug, thiserror::Error)]
@@ -13,4 +14,10 @@ pub enum Error {
     /// An EBNF grammar text is malformed or describes an ill-formed grammar.
     #[error(transparent)]
     Ebnf(#[from] EbnfError),
+    /// The tokenizer could not be loaded, or text could not be encoded.
+    #[error(transparent)]
+    Vocab(#[from] VocabError),
+    /// A matcher call failed (invalid token id, rollback too far, short mask buffer).
+    #[error(transparent)]
+    Matcher(#[from] crate::matcher::MatcherError),
 }

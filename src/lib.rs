@@ -25,15 +25,23 @@
 // Unsafe code is confined to the hot loops that justify it, each with an `allow`.
 #![deny(unsafe_code)]
 
+pub mod compiled;
+pub mod compiler;
 pub mod earley;
 pub mod error;
 pub mod frontend;
-pub mod grammar;
 pub mod fsm;
+pub mod grammar;
+pub mod matcher;
+pub mod tokenizer;
 pub mod util;
 
+pub use compiled::CompiledGrammar;
+pub use compiler::{CompilerConfig, GrammarCompiler};
 pub use error::Error;
+pub use matcher::{GrammarMatcher, MatcherConfig, MatcherError};
 pub use frontend::ebnf::{parse_ebnf, EbnfError};
 pub use frontend::{Position, Span, SyntaxError};
 pub use grammar::{CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId};
+pub use tokenizer::{TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;

@@ -54,8 +54,8 @@ impl CompilerConfig {
 ///
 /// # Example
 /// ```
-/// use maskforge::{GrammarCompiler, CompilerConfig, GrammarMatcher, Vocabulary};
-/// let vocab = Vocabulary::builder().tokens(["a", "b", "ab", "</s>"]).stop_token(3).build()?;
+/// use maskforge::{GrammarCompiler, CompilerConfig, GrammarMatcher, VocabularyBuilder};
+/// let vocab = VocabularyBuilder::new().tokens(["a", "b", "ab", "</s>"]).special(3).stop_tokens([3]).build()?;
 /// let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
 /// let grammar = compiler.compile_grammar(r#"root ::= "a"+ "b""#)?;
 /// let mut m = GrammarMatcher::new(&grammar);

@@ -77,8 +77,8 @@ enum Step {
 ///
 /// # Example
 /// ```
-/// use maskforge::{GrammarCompiler, CompilerConfig, GrammarMatcher, TokenBitmask, Vocabulary};
-/// let vocab = Vocabulary::builder().tokens(["{", "}", "{}", " ", "</s>"]).stop_token(4).build()?;
+/// use maskforge::{GrammarCompiler, CompilerConfig, GrammarMatcher, TokenBitmask, VocabularyBuilder};
+/// let vocab = VocabularyBuilder::new().tokens(["{", "}", "{}", " ", "</s>"]).special(4).stop_tokens([4]).build()?;
 /// let grammar = GrammarCompiler::new(vocab, CompilerConfig::default()).compile_builtin_json_grammar()?;
 /// let mut m = GrammarMatcher::new(&grammar);
 /// let mut mask = TokenBitmask::new(5);

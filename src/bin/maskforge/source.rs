@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use maskforge::tokenizer::{load_tokenizer, TextEncoder};
+use maskforge::tokenizer::{load_embedded_default, load_tokenizer, TextEncoder};
 use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler};
 
 /// Where the grammar and the tokenizer come from.
@@ -33,7 +33,8 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn new(args: &GrammarArgs) -> Result<Self, String> {
-        let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
+        let loaded = if args.tokenizer == "default" { load_embedded_default() } else { load_tokenizer(&args.tokenizer) };
+        let (vocab, encoder) = loaded.map_err(|e| e.to_string())?;
         let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
         let t = Instant::now();
         let grammar = match (&args.grammar, args.builtin_json) {
@@ -48,6 +49,6 @@ impl Loaded {
     }
 
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
-        self.encoder.encode(text).map_err(|e| e.to_string())
+        self.encoder.encode_for_matching(text).map_err(|e| e.to_string())
     }
 }
