@@ -3,4 +3,7 @@
 mod support;
 
 mod earley;
+mod json_builtin;
+mod matcher;
 mod properties;
+mod tokenizer;

@@ -3,18 +3,11 @@
 //! These tests need the fixtures; when one is missing they fail with the instruction to run
 //! `scripts/fetch-tokenizers`. They never skip.
 
-use std::sync::OnceLock;
 use std::time::Instant;
 
-use maskforge::tokenizer::{load_tokenizer, resolve_tokenizer, TextEncoder, VocabKind, Vocabulary, FIXTURE_NAMES};
+use maskforge::tokenizer::{load_tokenizer, resolve_tokenizer, VocabKind, Vocabulary, FIXTURE_NAMES};
 
-/// Each tokenizer, loaded once for the whole test binary.
-fn load(name: &str) -> &'static (Vocabulary, TextEncoder) {
-    static CACHE: [OnceLock<(Vocabulary, TextEncoder)>; 4] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let i = FIXTURE_NAMES.iter().position(|&n| n == name).expect("a fixture name");
-    CACHE[i].get_or_init(|| load_tokenizer(name).unwrap_or_else(|e| panic!("{e}")))
-}
+use crate::support::fixtures::load;
 
 fn vocab(name: &str) -> &'static Vocabulary {
     &load(name).0

@@ -2,3 +2,5 @@
 
 pub mod gen;
 pub mod reference;
+pub mod fixtures;
+pub mod json_text;

@@ -1,0 +1,57 @@
+//! Real fixtures: tokenizers (`scripts/fetch-tokenizers`) and the corpus (`scripts/fetch-corpus`).
+//! A missing fixture fails the test with the command that fetches it; nothing is skipped.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use maskforge::tokenizer::{load_tokenizer, TextEncoder, Vocabulary, FIXTURE_NAMES};
+
+/// A real tokenizer by fixture name, loaded once for the whole test binary.
+pub fn load(name: &str) -> &'static (Vocabulary, TextEncoder) {
+    static CACHE: [OnceLock<(Vocabulary, TextEncoder)>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let i = FIXTURE_NAMES.iter().position(|&n| n == name).expect("a fixture name");
+    CACHE[i].get_or_init(|| load_tokenizer(name).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The vocabulary of a real tokenizer.
+pub fn vocab(name: &str) -> &'static Vocabulary {
+    &load(name).0
+}
+
+/// Token ids whose bytes spell `text` exactly.
+pub fn encode(name: &str, text: &str) -> Vec<u32> {
+    load(name).1.encode_for_matching(text).unwrap_or_else(|e| panic!("encoding {text:?} with {name}: {e}"))
+}
+
+/// The corpus folder (`fixtures/corpus`), failing loudly when it has not been fetched.
+pub fn corpus_dir() -> PathBuf {
+    let dir = maskforge::tokenizer::fixtures_dir().join("corpus");
+    assert!(
+        dir.join("maskbench-dev").is_dir(),
+        "the test corpus is missing at {}: run scripts/fetch-corpus",
+        dir.display()
+    );
+    dir
+}
+
+/// The MaskBench files of the dev split, sorted by name, parsed.
+pub fn maskbench_files() -> &'static [(String, serde_json::Value)] {
+    static FILES: OnceLock<Vec<(String, serde_json::Value)>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let dir = corpus_dir().join("maskbench-dev");
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .map(|n| {
+                let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+                let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{n}: {e}"));
+                (n, v)
+            })
+            .collect()
+    })
+}
