@@ -14,7 +14,8 @@
 //!
 //! Layers, lowest first (each imports only from the layers below it): `util` → `grammar` /
 //! `tokenizer` → `frontend` → `fsm` → `earley` → `matcher` → `compiler`.
-//! See `DESIGN.md` of the project for the algorithms (XGrammar and XGrammar-2).
+//! See `DESIGN.md` of the project for the algorithms (XGrammar and XGrammar-2); the
+//! project README has a quick start, which runs as a doctest.
 
 // Every public item is documented: the crate is a library for serving engines.
 #![warn(missing_docs)]
@@ -45,3 +46,8 @@ pub use frontend::{Position, Span, SyntaxError};
 pub use grammar::{CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId};
 pub use tokenizer::{TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
+
+/// The README's examples, run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

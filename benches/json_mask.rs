@@ -1,0 +1,68 @@
+//! Per-step mask time on the builtin JSON grammar with a real tokenizer, over real documents
+//! (the `data` of valid MaskBench instances, compact layout).
+//!
+//! `cargo bench --bench json_mask -- [--tokenizer llama3] [--docs 20]`
+//! Prints compile time and mask-time percentiles in microseconds, plus the number of tokens
+//! checked (the expected answer: every document must be accepted).
+
+use std::time::Instant;
+
+use maskforge::tokenizer::load_tokenizer;
+use maskforge::util::stats::Summary;
+use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str, default: &str| -> String {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_string())
+    };
+    let tokenizer = arg("--tokenizer", "llama3");
+    let n_docs: usize = arg("--docs", "20").parse().expect("--docs takes a number");
+    let (vocab, encoder) = load_tokenizer(&tokenizer).unwrap_or_else(|e| panic!("{e}"));
+    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
+    let t = Instant::now();
+    let grammar = compiler.compile_builtin_json_grammar().unwrap();
+    let compile_us = t.elapsed().as_secs_f64() * 1e6;
+
+    let dir = maskforge::tokenizer::fixtures_dir().join("corpus/maskbench-dev");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-corpus)", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    let mut docs = Vec::new();
+    for path in names {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if let Some(t) = v["tests"].as_array().and_then(|t| t.iter().find(|t| t["valid"] == true)) {
+            docs.push(t["data"].to_string());
+        }
+        if docs.len() == n_docs {
+            break;
+        }
+    }
+    let mut mask = TokenBitmask::new(vocab.vocab_size());
+    let mut times = Vec::new();
+    let mut tokens = 0;
+    for doc in &docs {
+        let ids = encoder.encode_for_matching(doc).unwrap();
+        let mut m = GrammarMatcher::new(&grammar);
+        for &id in &ids {
+            let t = Instant::now();
+            m.fill_next_token_bitmask(mask.as_words_mut());
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+            assert!(mask.get(id as usize) && m.accept_token(id), "document rejected: {doc}");
+            tokens += 1;
+        }
+        assert!(m.can_terminate());
+    }
+    let s = Summary::of(&times);
+    println!(
+        "json_mask tokenizer={tokenizer} docs={} tokens={tokens} compile_us={compile_us:.0} mask_us: avg={:.1} p50={:.1} p90={:.1} p99={:.1} max={:.1}",
+        docs.len(),
+        s.avg,
+        s.p50,
+        s.p90,
+        s.p99,
+        s.max
+    );
+}
