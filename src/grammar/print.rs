@@ -4,7 +4,11 @@
 //! Literals escape `"`, `\`, and every control or non-printing code point (`\n`, `\t`, `\r`,
 //! else `\uHHHH` / `\UHHHHHHHH`, which have a fixed number of digits and so cannot swallow a
 //! following hex digit). Bytes that are not valid UTF-8 have no EBNF spelling; they print as
-//! `\xHH`, which reads back as the code point `U+00HH` — the only lossy case.
+//! `\xHH`, which reads back as the code point `U+00HH`. Two more shapes print to text that
+//! does not read back identically: a class bound that is a surrogate (printed `\uD800`,
+//! which the EBNF parser rejects: surrogates are not characters) and an empty choice
+//! (printed as the empty class `[^\u0000-\U0010ffff]`, the same language). Neither is
+//! produced by the EBNF parser.
 
 use std::fmt::{self, Write};
 

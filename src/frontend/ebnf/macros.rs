@@ -14,6 +14,8 @@
 //!
 //! No macro is supported yet: every call is a syntax error at the macro's name.
 
+use std::collections::HashSet;
+
 use super::lexer::{Token, TokenKind};
 use super::parser::{Parser, MAX_NESTING};
 use crate::frontend::{Span, SyntaxError};
@@ -76,13 +78,15 @@ impl<'a> Parser<'a> {
     fn macro_args(&mut self) -> Result<MacroArgs<'a>, SyntaxError> {
         let open = self.bump()?;
         let mut args = MacroArgs::default();
+        // Keys seen so far (a set, so that many named arguments stay linear).
+        let mut keys = HashSet::new();
         loop {
             if self.peek()?.kind == TokenKind::RParen {
                 break;
             }
             if let Some((key, key_span)) = self.named_key()? {
                 let value = self.macro_value(1)?;
-                if args.named.iter().any(|(k, _, _)| *k == key) {
+                if !keys.insert(key) {
                     return Err(self.error(key_span, format!("argument `{key}` is given more than once")));
                 }
                 args.named.push((key, key_span, value));

@@ -47,8 +47,9 @@
 //!   not a macro name; here, write a space: `foo (...)`. Rule attributes
 //!   (`name[max_tokens=10] ::=`) are not supported.
 //!
-//! Parentheses nest at most 500 deep; the input is otherwise unbounded and parsed in
-//! linear time without recursion.
+//! Parentheses nest at most 500 deep; the input is otherwise unbounded. Parsing takes
+//! time linear in the input and never recurses on the nesting of expressions (groups live
+//! on an explicit stack), so no input can overflow the call stack.
 
 mod lexer;
 mod lower;

@@ -186,6 +186,20 @@ fn nesting_limit_is_inclusive() {
 }
 
 #[test]
+fn large_inputs_stay_linear() {
+    // Quadratic behaviour anywhere (lexer, parser, lowering, builder passes) would make
+    // these take minutes; linear, they take milliseconds.
+    let n = 50_000;
+    let chain: String = (0..n).map(|i| format!("r{i} ::= \"x\" r{}\n", i + 1)).collect();
+    let g = parse(&format!("root ::= r0\n{chain}r{n} ::= \"end\"\n"));
+    assert_eq!(g.rules().len(), n + 2);
+    let alts: String = (0..n).map(|i| format!("\"a{}\" | ", i % (n / 2))).collect();
+    let g = parse(&format!("root ::= {alts}\"z\""));
+    let Expr::Choice(alts) = &g.rule(g.root()).body else { panic!("not a choice") };
+    assert_eq!(alts.len(), n / 2 + 1);
+}
+
+#[test]
 fn printed_grammar_parses_back() {
     let text = r#"root ::= (item ("," item)*)? (= "\n")
 item ::= "k\"ey\\" [^"\\\x00-\x1f] | num{2,} | [\]\-^é-ü]+ "é\u0001"
@@ -195,6 +209,33 @@ num ::= [0-9] ([0-9]{1,3})? | ""
     let printed = g.to_string();
     assert_eq!(parse(&printed), g);
     assert_eq!(parse(&printed).to_string(), printed);
+}
+
+#[test]
+fn xgrammar_style_json_grammar() {
+    // The shape XGrammar's JSON-schema converter emits: parenthesized choices, `""`
+    // alternatives, escapes in classes, a lookahead glued to a group.
+    let text = r#"root ::= ((obj) | (arr))
+esc ::= (([\"\\/bfnrt]) | ("u" [A-Fa-f0-9]{4}))
+str_tail ::= (("\"") | ([^\0-\x1f\"\\\r\n] str_tail) | ("\\" esc str_tail)) (=([ \n\t]* [,}\]:]))
+str ::= (("\"" str_tail))
+num ::= ((num_1 ("0" | [1-9] [0-9]*)))
+num_1 ::= ("" | ("-"))
+value ::= ((str) | (num) | ("true") | ("false") | ("null") | (obj) | (arr))
+obj ::= (("{" [ \n\t]* str [ \n\t]* ":" [ \n\t]* value ([ \n\t]* "," [ \n\t]* str [ \n\t]* ":" [ \n\t]* value)* [ \n\t]* "}") | ("{" [ \n\t]* "}"))
+arr ::= (("[" [ \n\t]* value ([ \n\t]* "," [ \n\t]* value)* [ \n\t]* "]") | ("[" [ \n\t]* "]"))
+"#;
+    let g = parse(text);
+    assert_eq!(g.rules().len(), 9);
+    let tail = g.rule(g.rule_by_name("str_tail").unwrap());
+    let ws = Expr::star(Expr::class([(0x20, 0x20), (0x0A, 0x0A), (0x09, 0x09)], false));
+    let follow = Expr::class([(0x2C, 0x2C), (0x7D, 0x7D), (0x5D, 0x5D), (0x3A, 0x3A)], false);
+    assert_eq!(tail.lookahead, Some(Expr::Seq(vec![ws, follow])));
+    let Expr::Choice(alts) = &tail.body else { panic!("{}", tail.body.node_count()) };
+    let Expr::Seq(items) = &alts[1] else { panic!() };
+    assert_eq!(items[0], Expr::class([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)], true));
+    let printed = g.to_string();
+    assert_eq!(parse(&printed), g);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 //! Canonical shape of rule bodies; see the pass order in `passes/mod.rs`.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+
 use crate::grammar::{Expr, GrammarError, Repeat, Rule};
 
 pub(super) fn rule(rule: &mut Rule) -> Result<(), GrammarError> {
@@ -31,13 +34,14 @@ pub(crate) fn expr(e: Expr, rule: &str) -> Result<Expr, GrammarError> {
             }
         }
         Expr::Choice(alts) => {
-            let mut out: Vec<Expr> = Vec::with_capacity(alts.len());
+            let mut flat: Vec<Expr> = Vec::with_capacity(alts.len());
             for alt in alts {
                 match expr(alt, rule)? {
-                    Expr::Choice(inner) => inner.into_iter().for_each(|x| push_choice(&mut out, x)),
-                    x => push_choice(&mut out, x),
+                    Expr::Choice(inner) => flat.extend(inner),
+                    x => flat.push(x),
                 }
             }
+            let mut out = dedup(flat);
             match out.len() {
                 0 => Expr::Choice(out), // an empty choice matches nothing; `productive` reports it
                 1 => out.pop().unwrap(),
@@ -70,10 +74,31 @@ fn push_seq(out: &mut Vec<Expr>, x: Expr) {
     out.push(x);
 }
 
-fn push_choice(out: &mut Vec<Expr>, x: Expr) {
-    if !out.contains(&x) {
-        out.push(x);
+/// Drops repeated alternatives, keeping the first of each. Alternatives are bucketed by a
+/// keyed hash (std's SipHash with a random key: grammar text is untrusted, so the buckets
+/// must resist crafted collisions), which keeps this linear in the size of the choice
+/// where comparing every pair would be quadratic in the number of alternatives.
+fn dedup(alts: Vec<Expr>) -> Vec<Expr> {
+    if alts.len() <= 8 {
+        let mut out: Vec<Expr> = Vec::with_capacity(alts.len());
+        for x in alts {
+            if !out.contains(&x) {
+                out.push(x);
+            }
+        }
+        return out;
     }
+    let state = RandomState::new();
+    let mut buckets: HashMap<u64, Vec<usize>> = HashMap::with_capacity(alts.len());
+    let mut out: Vec<Expr> = Vec::with_capacity(alts.len());
+    for x in alts {
+        let bucket = buckets.entry(state.hash_one(&x)).or_default();
+        if bucket.iter().all(|&i| out[i] != x) {
+            bucket.push(out.len());
+            out.push(x);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -90,6 +115,10 @@ mod tests {
         assert_eq!(expr(e, "r").unwrap(), Expr::literal("abc"));
         let c = Expr::Choice(vec![Expr::literal("x"), Expr::Choice(vec![Expr::literal("x"), Expr::literal("y")])]);
         assert_eq!(expr(c, "r").unwrap(), Expr::Choice(vec![Expr::literal("x"), Expr::literal("y")]));
+        // Many alternatives (the hashed path) keep first occurrences in order.
+        let alts: Vec<Expr> = (0..40).map(|i| Expr::literal(format!("{}", i % 13))).collect();
+        let want: Vec<Expr> = (0..13).map(|i| Expr::literal(format!("{i}"))).collect();
+        assert_eq!(expr(Expr::Choice(alts), "r").unwrap(), Expr::Choice(want));
         assert!(matches!(expr(Expr::repeat(Expr::literal("x"), 3, Some(2)), "r"), Err(GrammarError::InvalidRepeat { .. })));
     }
 }
