@@ -2,6 +2,8 @@
 
 mod support;
 
+mod ebnf;
+mod cli;
 mod earley;
 mod json_builtin;
 mod matcher;

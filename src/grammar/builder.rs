@@ -6,7 +6,7 @@
 //! the source order, which keeps `print → parse` an identity.
 
 use super::{passes, Expr, Grammar, GrammarError, Rule, RuleId};
-use crate::util::hash::FastMap;
+use std::collections::HashMap;
 
 /// Size limits for untrusted grammars. Exceeding one is a [`GrammarError::TooLarge`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,7 +31,8 @@ impl Default for GrammarLimits {
 pub struct GrammarBuilder {
     names: Vec<String>,
     bodies: Vec<Option<(Expr, Option<Expr>)>>,
-    by_name: FastMap<String, RuleId>,
+    // std's SipHash, not the fast hasher: rule names come from untrusted grammar text.
+    by_name: HashMap<String, RuleId>,
     nodes: usize,
     limits: GrammarLimits,
 }
