@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::cache::{MaskCache, MaskCacheStats};
 use crate::fsm::GrammarFsm;
 use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
@@ -21,11 +22,21 @@ struct CompiledInner {
     grammar: Grammar,
     fsm: Arc<GrammarFsm>,
     vocab: Vocabulary,
+    cache: MaskCache,
 }
 
 impl CompiledGrammar {
     pub(crate) fn new(grammar: Grammar, fsm: GrammarFsm, vocab: Vocabulary) -> Self {
-        CompiledGrammar { inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab }) }
+        let cache = MaskCache::new(&fsm);
+        CompiledGrammar { inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab, cache }) }
+    }
+    /// The token-mask cache (entries are built on first use unless precomputed).
+    pub fn mask_cache(&self) -> &MaskCache {
+        &self.inner.cache
+    }
+    /// Counters of the token-mask cache.
+    pub fn mask_cache_stats(&self) -> MaskCacheStats {
+        self.inner.cache.stats()
     }
     /// The grammar IR.
     pub fn grammar(&self) -> &Grammar {
@@ -42,6 +53,6 @@ impl CompiledGrammar {
     /// Heap bytes used by the grammar's own structures (the vocabulary is shared and counted
     /// by [`Vocabulary::memory_usage`]).
     pub fn memory_usage(&self) -> usize {
-        self.inner.fsm.memory_usage()
+        self.inner.fsm.memory_usage() + self.inner.cache.memory_usage()
     }
 }

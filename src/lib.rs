@@ -26,6 +26,7 @@
 // Unsafe code is confined to the hot loops that justify it, each with an `allow`.
 #![deny(unsafe_code)]
 
+pub mod cache;
 pub mod compiled;
 pub mod compiler;
 pub mod earley;

@@ -7,6 +7,7 @@
 
 mod builtin;
 
+use crate::cache::{reachable_scannable_states, MaskCacheMode};
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
 use crate::frontend::ebnf::parse_ebnf;
@@ -27,6 +28,7 @@ pub use builtin::JSON_GRAMMAR_EBNF;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CompilerConfig {
     fsm: FsmLimits,
+    cache_mode: MaskCacheMode,
 }
 
 impl CompilerConfig {
@@ -43,6 +45,15 @@ impl CompilerConfig {
     pub fn fsm_limits(mut self, limits: FsmLimits) -> Self {
         self.fsm = limits;
         self
+    }
+    /// When token-mask cache entries are built (default: just in time).
+    pub fn cache_mode(mut self, mode: MaskCacheMode) -> Self {
+        self.cache_mode = mode;
+        self
+    }
+    /// The cache mode.
+    pub fn get_cache_mode(&self) -> MaskCacheMode {
+        self.cache_mode
     }
     /// The automaton limits.
     pub fn get_fsm_limits(&self) -> &FsmLimits {
@@ -109,7 +120,20 @@ impl GrammarCompiler {
     /// [`Error::Grammar`] when automaton limits are exceeded.
     pub fn compile(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
         let fsm = build_grammar_fsm(&grammar, &self.config.fsm)?;
-        Ok(CompiledGrammar::new(grammar, fsm, self.vocab.clone()))
+        let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone());
+        let wanted: Vec<_> = match self.config.cache_mode {
+            MaskCacheMode::Jit => Vec::new(),
+            MaskCacheMode::Aot => reachable_scannable_states(compiled.fsm(), &self.vocab).into_iter().map(|(s, _)| s).collect(),
+            MaskCacheMode::Precompute(k) => {
+                let mut states = reachable_scannable_states(compiled.fsm(), &self.vocab);
+                states.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                states.into_iter().take(k).map(|(s, _)| s).collect()
+            }
+        };
+        if !wanted.is_empty() {
+            compiled.mask_cache().precompute(compiled.fsm(), &self.vocab, &wanted);
+        }
+        Ok(compiled)
     }
 
     /// Compiles the builtin JSON grammar (ECMA-404: any JSON value, any whitespace between

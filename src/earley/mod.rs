@@ -62,6 +62,11 @@ struct Waiting {
 #[derive(Clone, Debug)]
 pub struct Parser {
     fsm: Arc<GrammarFsm>,
+    /// The rule whose completion from origin 0 makes a position accepting: the root, or for
+    /// an isolated parser, the start item's rule.
+    start_rule: u32,
+    /// Whether this is an isolated parser (see [`Parser::isolated`]).
+    isolated: bool,
     items: Vec<Item>,
     set_starts: Vec<u32>,
     waiting: Vec<Waiting>,
@@ -84,8 +89,39 @@ impl Parser {
     /// A parser whose first set holds `items` (and their closure). Items of the root rule with
     /// origin 0 count as the root: their completion makes the parser accepting.
     pub fn with_start_items(fsm: Arc<GrammarFsm>, items: &[Item]) -> Self {
-        let mut p = Parser {
+        let start_rule = fsm.root();
+        let mut p = Parser::empty(fsm, start_rule, false);
+        p.open_set();
+        for &it in items {
+            p.add(it);
+        }
+        p.close_set();
+        p
+    }
+
+    /// A parser for the mask cache: the item `(state, origin 0, count 0)` seen out of context.
+    ///
+    /// Position 0 holds an empty set and the item starts at position 1, so nothing waits for
+    /// the item's rule: its completion (the rule *exiting* to a context the parser does not
+    /// know) advances nothing and only marks the position as accepting ([`Parser::is_accepting_at`]).
+    /// Predictions inside start at position 1 and complete normally. A counted repetition the
+    /// item belongs to is treated as unbounded (`{0,}`): the count of the real item is unknown
+    /// here, and the caller bounds it by the token length (see `crate::cache`).
+    pub fn isolated(fsm: Arc<GrammarFsm>, state: StateId) -> Self {
+        let start_rule = fsm.rule_of(state);
+        let mut p = Parser::empty(fsm, start_rule, true);
+        p.open_set();
+        p.open_set();
+        p.add(Item { state, origin: 0, count: 0 });
+        p.close_set();
+        p
+    }
+
+    fn empty(fsm: Arc<GrammarFsm>, start_rule: u32, isolated: bool) -> Self {
+        Parser {
             fsm,
+            start_rule,
+            isolated,
             items: Vec::new(),
             set_starts: Vec::new(),
             waiting: Vec::new(),
@@ -94,13 +130,7 @@ impl Parser {
             seen: FastSet::default(),
             completed: FastSet::default(),
             loops: FastMap::default(),
-        };
-        p.open_set();
-        for &it in items {
-            p.add(it);
         }
-        p.close_set();
-        p
     }
 
     /// The automata this parser runs on.
@@ -118,6 +148,12 @@ impl Parser {
     #[inline]
     pub fn is_accepting(&self) -> bool {
         *self.accepting.last().expect("a parser always has a set")
+    }
+
+    /// Whether the start rule completed from origin 0 after `len` consumed bytes.
+    #[inline]
+    pub fn is_accepting_at(&self, len: usize) -> bool {
+        self.accepting[len]
     }
 
     /// The items of the newest set.
@@ -227,11 +263,17 @@ impl Parser {
             i += 1;
             let rule = fsm.rule_of(it.state);
             let info = &fsm.rules()[rule as usize];
-            let is_final = match info.kind {
+            let kind = match info.kind {
+                // Out of context, the count of the start item's repetition is unknown.
+                RuleKind::Counted { .. } if self.isolated && it.origin == 0 => RuleKind::Counted { min: 0, max: u32::MAX },
+                kind => kind,
+            };
+            let is_final = match kind {
                 RuleKind::Plain => fsm.is_final(it.state),
                 RuleKind::Counted { min, .. } if it.state == info.start => it.count >= min,
                 RuleKind::Counted { min, max } if fsm.is_final(it.state) => {
-                    let done = it.count + 1;
+                    // Unbounded (out-of-context) repetitions need no count at all.
+                    let done = if max == u32::MAX && min == 0 { 0 } else { it.count + 1 };
                     if done < max && self.first_loop(info.nullable, info.start, it.origin, done) {
                         self.add(Item { state: info.start, origin: it.origin, count: done });
                     }
@@ -240,7 +282,7 @@ impl Parser {
                 RuleKind::Counted { .. } => false,
             };
             if is_final {
-                if rule == fsm.root() && it.origin == 0 {
+                if rule == self.start_rule && it.origin == 0 {
                     *self.accepting.last_mut().unwrap() = true;
                 }
                 if self.completed.insert((rule, it.origin)) {

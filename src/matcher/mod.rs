@@ -1,9 +1,11 @@
 //! Layer 7: [`GrammarMatcher`], the per-request state a serving engine drives every step.
 //!
 //! The matcher owns an Earley [`Parser`] and a stack of the byte lengths of the tokens it
-//! accepted, so `rollback(n)` is a truncation of the parser's item sets. Mask computation is
-//! delegated to [`oracle`] (the exact reference every fast path is checked against).
+//! accepted, so `rollback(n)` is a truncation of the parser's item sets. Masks come from the
+//! token-mask cache (`mask.rs`, see [`crate::cache`]); [`oracle`] keeps the exact reference every
+//! fast path is checked against.
 
+mod mask;
 pub mod oracle;
 
 use crate::compiled::CompiledGrammar;
@@ -99,7 +101,7 @@ pub struct GrammarMatcher {
     terminated: bool,
     stop_tokens: Vec<u32>,
     config: MatcherConfig,
-    scratch: oracle::OracleScratch,
+    scratch: mask::MaskScratch,
 }
 
 impl GrammarMatcher {
@@ -121,7 +123,7 @@ impl GrammarMatcher {
             terminated: false,
             stop_tokens,
             config,
-            scratch: oracle::OracleScratch::default(),
+            scratch: mask::MaskScratch::default(),
         }
     }
 
@@ -215,6 +217,19 @@ impl GrammarMatcher {
     /// # Errors
     /// [`MatcherError::MaskTooSmall`].
     pub fn try_fill_next_token_bitmask(&mut self, out: &mut [u32]) -> Result<bool, MatcherError> {
+        self.fill_mask_with(out, false)
+    }
+
+    /// Fills the mask with the exact oracle: every token's bytes run through the parser, no
+    /// cache. The reference that every fast path is tested against; slow (milliseconds).
+    ///
+    /// # Errors
+    /// [`MatcherError::MaskTooSmall`].
+    pub fn fill_next_token_bitmask_exact(&mut self, out: &mut [u32]) -> Result<bool, MatcherError> {
+        self.fill_mask_with(out, true)
+    }
+
+    fn fill_mask_with(&mut self, out: &mut [u32], exact: bool) -> Result<bool, MatcherError> {
         let vocab = self.grammar.vocabulary().clone();
         let need = mask_words(vocab.vocab_size());
         if out.len() < need {
@@ -225,7 +240,11 @@ impl GrammarMatcher {
         if self.terminated {
             return Ok(false);
         }
-        oracle::fill_exact_mask(&mut self.parser, &vocab, &mut self.scratch, out);
+        if exact {
+            oracle::fill_exact_mask(&mut self.parser, &vocab, out);
+        } else {
+            mask::fill_cached_mask(&mut self.parser, &self.grammar, &mut self.scratch, out);
+        }
         if self.parser.is_accepting() {
             for &s in &self.stop_tokens {
                 if (s as usize) < vocab.vocab_size() {

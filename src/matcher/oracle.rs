@@ -9,13 +9,9 @@
 use crate::earley::Parser;
 use crate::tokenizer::Vocabulary;
 
-/// Scratch state reused between calls (no allocation per step once warm).
-#[derive(Clone, Debug, Default)]
-pub struct OracleScratch {}
-
 /// Sets the bit of every normal token whose bytes the parser accepts from its current state.
 /// Stop tokens and special tokens are left to the caller. The parser is restored on return.
-pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, _scratch: &mut OracleScratch, out: &mut [u32]) {
+pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32]) {
     let base = parser.byte_len();
     let mut prev: &[u8] = &[];
     // Bytes of `prev` the parser currently holds, and the length of a prefix known to fail.

@@ -132,6 +132,9 @@ pub(crate) struct ByteTable {
     offsets: Vec<u32>,
     sorted_ids: Vec<u32>,
     sorted_lcp: Vec<u32>,
+    /// id → position in `sorted_ids` (`u32::MAX` for tokens without bytes).
+    sorted_pos: Vec<u32>,
+    max_token_len: usize,
 }
 
 /// A model's vocabulary: the bytes of every token id, special and stop tokens, and the normal
@@ -470,6 +473,19 @@ impl Vocabulary {
         &self.bytes.sorted_lcp
     }
 
+    /// The position of token `id` in [`sorted_token_ids`](Self::sorted_token_ids), or `None`
+    /// for special tokens, padding ids and ids past the table.
+    #[inline]
+    pub fn sorted_position(&self, id: u32) -> Option<u32> {
+        self.bytes.sorted_pos.get(id as usize).copied().filter(|&p| p != u32::MAX)
+    }
+
+    /// The length in bytes of the longest token.
+    #[inline]
+    pub fn max_token_len(&self) -> usize {
+        self.bytes.max_token_len
+    }
+
     /// The heap bytes this vocabulary holds (tables shared with clones are counted in full).
     pub fn memory_usage(&self) -> usize {
         let t = &*self.texts;
@@ -483,6 +499,7 @@ impl Vocabulary {
             + b.offsets.capacity() * 4
             + b.sorted_ids.capacity() * 4
             + b.sorted_lcp.capacity() * 4
+            + b.sorted_pos.capacity() * 4
             + self.stop_ids.len() * 4
     }
 
@@ -617,7 +634,12 @@ pub(crate) fn build_byte_table(
         sorted_lcp.push(common_prefix_len(prev, cur) as u32);
         prev = cur;
     }
-    Ok(ByteTable { kind, data, offsets, sorted_ids, sorted_lcp })
+    let mut sorted_pos = vec![u32::MAX; n];
+    for (pos, &id) in sorted_ids.iter().enumerate() {
+        sorted_pos[id as usize] = pos as u32;
+    }
+    let max_token_len = sorted_ids.iter().map(|&id| bytes_of(id).len()).max().unwrap_or(0);
+    Ok(ByteTable { kind, data, offsets, sorted_ids, sorted_lcp, sorted_pos, max_token_len })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //!   character classes reach the byte-level automata.
 
 pub mod bitset;
+pub mod byteset;
 pub mod hash;
 pub mod stats;
 pub mod utf8;

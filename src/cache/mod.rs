@@ -1,0 +1,196 @@
+//! Layer 5: the adaptive token-mask cache (XGrammar §3.1–3.2, XGrammar-2 §3.4 and appendix D).
+//!
+//! For every *scannable* automaton state `s` (a state with a byte edge; the Earley item's
+//! origin and repetition count are ignored), the vocabulary splits into three parts:
+//!
+//! * **accepted**: tokens whose bytes can be read entirely inside the rule from `s`. The item
+//!   `s` exists in every context where the entry is used, so they are valid whatever the
+//!   context is;
+//! * **uncertain**: tokens that can only be read by leaving the rule part-way (the rule ends
+//!   and the rest of the token must be read by whatever follows it), where the first byte after
+//!   the rule can follow the rule somewhere in the grammar ([`crate::fsm::lookahead`]). Whether
+//!   they are valid depends on the parents: they are checked against the full parser at run time;
+//! * **rejected**: everything else, invalid in every context.
+//!
+//! Leaving the rule before reading any byte is not counted: the Earley set that holds `s` also
+//! holds every item that follows the rule's completion, and their own entries cover those tokens.
+//!
+//! An entry is computed by an [`Parser::isolated`](crate::earley::Parser::isolated) parser
+//! walking the byte-sorted vocabulary with prefix sharing (roll back to the common prefix of
+//! consecutive tokens; skip every token that extends a prefix already rejected). Entries are
+//! stored in their smallest form ([`AdaptiveTokenMask`]): the accepted list, the rejected list,
+//! or a bitset, plus the uncertain list.
+//!
+//! Counted repetitions are analysed as unbounded (the item's count is unknown out of context):
+//! at run time an item with `budget = max - count` trusts the accepted set only for tokens of
+//! at most `budget` bytes (a token can finish at most one iteration per byte) and checks longer
+//! ones with the parser, so masks stay exact near the bounds.
+//!
+//! Entries are built just in time by default, the first time a state is seen, and memoized in
+//! the [`MaskCache`] of the compiled grammar, shared by every matcher on every thread
+//! ([`MaskCacheMode`] selects ahead-of-time building instead).
+
+mod build;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use rayon::prelude::*;
+
+pub use build::build_entry;
+
+use crate::fsm::{lookahead::follow_sets, GrammarFsm, StateId};
+use crate::tokenizer::Vocabulary;
+use crate::util::byteset::ByteSet;
+
+/// The accepted part of a cache entry, in the smallest of three forms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdaptiveTokenMask {
+    /// The accepted token ids, ascending.
+    Accepted(Box<[u32]>),
+    /// The rejected token ids, ascending: every other normal token that is not uncertain is
+    /// accepted.
+    Rejected(Box<[u32]>),
+    /// Accepted tokens as a bitmask in the engine layout.
+    Bitset(Box<[u32]>),
+}
+
+/// The cached classification of the vocabulary for one scannable state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MaskEntry {
+    /// Tokens valid in every context.
+    pub accepted: AdaptiveTokenMask,
+    /// Tokens to check against the full parser, as positions in
+    /// [`Vocabulary::sorted_token_ids`], ascending (so checks can share prefixes).
+    pub uncertain: Box<[u32]>,
+}
+
+impl MaskEntry {
+    /// Heap bytes used.
+    pub fn memory_usage(&self) -> usize {
+        let list = match &self.accepted {
+            AdaptiveTokenMask::Accepted(v) | AdaptiveTokenMask::Rejected(v) | AdaptiveTokenMask::Bitset(v) => v.len(),
+        };
+        (list + self.uncertain.len()) * 4
+    }
+}
+
+/// When cache entries are built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MaskCacheMode {
+    /// On first use (XGrammar-2's JIT): compiling is cheap, the first visit of a state pays.
+    #[default]
+    Jit,
+    /// Every reachable scannable state at compile time, in parallel (XGrammar-1's way).
+    Aot,
+    /// The `K` states estimated most expensive at compile time, the rest on first use.
+    Precompute(usize),
+}
+
+/// Counters of a [`MaskCache`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaskCacheStats {
+    /// Entries built so far.
+    pub entries: usize,
+    /// Heap bytes of the built entries.
+    pub bytes: usize,
+    /// Uncertain tokens over all built entries (what runtime checks may cost).
+    pub uncertain_tokens: usize,
+}
+
+/// The per-grammar memo of cache entries, indexed by automaton state.
+#[derive(Debug)]
+pub struct MaskCache {
+    entries: Vec<OnceLock<Arc<MaskEntry>>>,
+    follow: Vec<ByteSet>,
+    built: AtomicUsize,
+    bytes: AtomicUsize,
+    uncertain: AtomicUsize,
+}
+
+impl MaskCache {
+    /// An empty cache for `fsm`; computes the rules' follow sets.
+    pub fn new(fsm: &GrammarFsm) -> Self {
+        MaskCache {
+            entries: (0..fsm.state_len()).map(|_| OnceLock::new()).collect(),
+            follow: follow_sets(fsm),
+            built: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            uncertain: AtomicUsize::new(0),
+        }
+    }
+
+    /// The bytes that may follow each rule.
+    pub fn follow_sets(&self) -> &[ByteSet] {
+        &self.follow
+    }
+
+    /// The entry of `state`, built now if it is not yet.
+    pub fn entry(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, state: StateId) -> &Arc<MaskEntry> {
+        self.entries[state as usize].get_or_init(|| {
+            let e = build_entry(fsm, &self.follow[fsm.rule_of(state) as usize], vocab, state);
+            self.built.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(e.memory_usage(), Ordering::Relaxed);
+            self.uncertain.fetch_add(e.uncertain.len(), Ordering::Relaxed);
+            Arc::new(e)
+        })
+    }
+
+    /// Builds the entries of `states` now, in parallel.
+    pub fn precompute(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, states: &[StateId]) {
+        states.par_iter().for_each(|&s| {
+            self.entry(fsm, vocab, s);
+        });
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> MaskCacheStats {
+        MaskCacheStats {
+            entries: self.built.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            uncertain_tokens: self.uncertain.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Heap bytes: the memo table plus built entries.
+    pub fn memory_usage(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<OnceLock<Arc<MaskEntry>>>()
+            + self.follow.capacity() * std::mem::size_of::<ByteSet>()
+            + self.bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// The scannable states of the rules reachable from the root, with an estimate of the cost of
+/// building each entry (the number of tokens whose first byte the state can read: those are the
+/// tokens the walk does not reject at their first byte).
+pub fn reachable_scannable_states(fsm: &GrammarFsm, vocab: &Vocabulary) -> Vec<(StateId, usize)> {
+    let mut first_byte_tokens = [0usize; 256];
+    for &id in vocab.sorted_token_ids() {
+        first_byte_tokens[vocab.token_bytes(id)[0] as usize] += 1;
+    }
+    let mut reachable = vec![false; fsm.rules().len()];
+    let mut stack = vec![fsm.root()];
+    reachable[fsm.root() as usize] = true;
+    let mut rule_states: Vec<Vec<StateId>> = vec![Vec::new(); fsm.rules().len()];
+    for s in 0..fsm.state_len() as StateId {
+        rule_states[fsm.rule_of(s) as usize].push(s);
+    }
+    let mut out = Vec::new();
+    while let Some(r) = stack.pop() {
+        for &s in &rule_states[r as usize] {
+            let edges = fsm.byte_edges(s);
+            if !edges.is_empty() {
+                let cost = edges.iter().map(|e| first_byte_tokens[e.lo as usize..=e.hi as usize].iter().sum::<usize>()).sum();
+                out.push((s, cost));
+            }
+            for e in fsm.rule_edges(s) {
+                if !reachable[e.rule as usize] {
+                    reachable[e.rule as usize] = true;
+                    stack.push(e.rule);
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}

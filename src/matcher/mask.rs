@@ -1,0 +1,165 @@
+//! The runtime mask from the cache (XGrammar Algorithm 1 on Earley sets): merge the entries of
+//! the distinct scannable states of the current Earley set (union of accepted tokens), then
+//! check the uncertain tokens that no entry accepted against the full parser, sharing prefixes
+//! between consecutive checks. Scratch buffers belong to the matcher and are reused, so a warm
+//! step does not allocate.
+
+use crate::cache::AdaptiveTokenMask;
+use crate::compiled::CompiledGrammar;
+use crate::earley::Parser;
+use crate::fsm::{RuleKind, StateId};
+use crate::tokenizer::common_prefix_len;
+
+/// Reusable buffers of the mask computation.
+#[derive(Clone, Debug, Default)]
+pub struct MaskScratch {
+    /// (state, smallest repetition budget among the items in that state).
+    states: Vec<(StateId, u32)>,
+    /// Positions (in the sorted vocabulary) to check with the parser.
+    check: Vec<u32>,
+    /// Words for expanding a rejected-list entry.
+    words: Vec<u32>,
+}
+
+/// Writes into `out` (already zeroed, `ceil(vocab/32)` words) every normal token the grammar
+/// allows next. Stop tokens are left to the caller. The parser is restored on return.
+pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch: &mut MaskScratch, out: &mut [u32]) {
+    let fsm = grammar.fsm();
+    let vocab = grammar.vocabulary();
+    let cache = grammar.mask_cache();
+    let max_len = vocab.max_token_len() as u32;
+    scratch.states.clear();
+    scratch.check.clear();
+    for it in parser.current_items() {
+        if fsm.byte_edges(it.state).is_empty() {
+            continue;
+        }
+        let budget = match fsm.rules()[fsm.rule_of(it.state) as usize].kind {
+            RuleKind::Counted { max, .. } if max != u32::MAX => max.saturating_sub(it.count),
+            _ => u32::MAX,
+        };
+        match scratch.states.iter_mut().find(|(s, _)| *s == it.state) {
+            Some(entry) => entry.1 = entry.1.min(budget),
+            None => scratch.states.push((it.state, budget)),
+        }
+    }
+    let ids = vocab.sorted_token_ids();
+    for k in 0..scratch.states.len() {
+        let (state, budget) = scratch.states[k];
+        let entry = cache.entry(fsm, vocab, state);
+        scratch.check.extend_from_slice(&entry.uncertain);
+        if budget >= max_len {
+            merge_accepted(&entry.accepted, &entry.uncertain, ids, scratch, out);
+        } else {
+            // Near the upper bound of a repetition: trust only tokens short enough to fit, and
+            // check the others (rare: only within one token length of the bound).
+            let mut accepted = Vec::new();
+            for_each_accepted(&entry.accepted, &entry.uncertain, ids, vocab.vocab_size(), scratch, |id| accepted.push(id));
+            for id in accepted {
+                if vocab.token_bytes(id).len() as u32 <= budget {
+                    out[id as usize / 32] |= 1 << (id % 32);
+                } else {
+                    scratch.check.push(vocab.sorted_position(id).expect("accepted tokens are normal"));
+                }
+            }
+        }
+    }
+    if scratch.check.is_empty() {
+        return;
+    }
+    scratch.check.sort_unstable();
+    scratch.check.dedup();
+    check_with_parser(parser, grammar, &scratch.check, out);
+}
+
+/// ORs the accepted tokens of an entry into `out`.
+fn merge_accepted(mask: &AdaptiveTokenMask, uncertain: &[u32], ids: &[u32], scratch: &mut MaskScratch, out: &mut [u32]) {
+    match mask {
+        AdaptiveTokenMask::Accepted(list) => {
+            for &id in list.iter() {
+                out[id as usize / 32] |= 1 << (id % 32);
+            }
+        }
+        AdaptiveTokenMask::Bitset(bits) => {
+            for (o, b) in out.iter_mut().zip(bits.iter()) {
+                *o |= b;
+            }
+        }
+        AdaptiveTokenMask::Rejected(list) => {
+            // accepted = normal tokens - rejected - uncertain
+            scratch.words.clear();
+            scratch.words.resize(out.len(), 0);
+            for &id in ids {
+                scratch.words[id as usize / 32] |= 1 << (id % 32);
+            }
+            for &id in list.iter() {
+                scratch.words[id as usize / 32] &= !(1 << (id % 32));
+            }
+            for &pos in uncertain {
+                let id = ids[pos as usize];
+                scratch.words[id as usize / 32] &= !(1 << (id % 32));
+            }
+            for (o, w) in out.iter_mut().zip(&scratch.words) {
+                *o |= w;
+            }
+        }
+    }
+}
+
+/// Calls `f` on every accepted token of an entry (slow path, near repetition bounds).
+fn for_each_accepted(
+    mask: &AdaptiveTokenMask,
+    uncertain: &[u32],
+    ids: &[u32],
+    vocab_size: usize,
+    scratch: &mut MaskScratch,
+    mut f: impl FnMut(u32),
+) {
+    let mut words = vec![0u32; out_words(vocab_size)];
+    merge_accepted(mask, uncertain, ids, scratch, &mut words);
+    for id in crate::util::bitset::allowed_ids(&words) {
+        f(id as u32);
+    }
+}
+
+fn out_words(vocab_size: usize) -> usize {
+    crate::util::bitset::mask_words(vocab_size)
+}
+
+/// Runs the tokens at sorted positions `positions` (ascending) through the parser and sets the
+/// bits of those it accepts, skipping tokens already allowed.
+fn check_with_parser(parser: &mut Parser, grammar: &CompiledGrammar, positions: &[u32], out: &mut [u32]) {
+    let vocab = grammar.vocabulary();
+    let ids = vocab.sorted_token_ids();
+    let base = parser.byte_len();
+    let mut prev: &[u8] = &[];
+    let mut held = 0usize;
+    let mut failed_at: Option<usize> = None;
+    for &pos in positions {
+        let id = ids[pos as usize];
+        if out[id as usize / 32] >> (id % 32) & 1 == 1 {
+            continue;
+        }
+        let bytes = vocab.token_bytes(id);
+        let common = common_prefix_len(prev, bytes);
+        if let Some(f) = failed_at {
+            if common > f {
+                continue; // extends a rejected prefix
+            }
+            failed_at = None;
+        }
+        let common = common.min(held);
+        if held > common {
+            parser.pop_bytes(held - common);
+            held = common;
+        }
+        held += parser.advance_bytes(&bytes[held..]);
+        if held == bytes.len() {
+            out[id as usize / 32] |= 1 << (id % 32);
+        } else {
+            failed_at = Some(held);
+        }
+        prev = bytes;
+    }
+    parser.truncate_bytes(base);
+}

@@ -1,0 +1,53 @@
+//! [`ByteSet`]: a set of bytes as 256 bits.
+
+/// A set of bytes.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// The empty set.
+    pub const EMPTY: ByteSet = ByteSet([0; 4]);
+
+    /// Adds `lo..=hi`.
+    pub fn insert_range(&mut self, lo: u8, hi: u8) {
+        for b in lo..=hi {
+            self.insert(b);
+        }
+    }
+    /// Adds one byte.
+    #[inline]
+    pub fn insert(&mut self, b: u8) {
+        self.0[(b >> 6) as usize] |= 1 << (b & 63);
+    }
+    /// Whether `b` is in the set.
+    #[inline]
+    pub fn contains(&self, b: u8) -> bool {
+        self.0[(b >> 6) as usize] >> (b & 63) & 1 == 1
+    }
+    /// Adds every byte of `other`; returns whether the set grew.
+    pub fn union_with(&mut self, other: &ByteSet) -> bool {
+        let before = self.0;
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a |= b;
+        }
+        self.0 != before
+    }
+    /// How many bytes are in the set.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+    /// The smallest byte of the set.
+    pub fn first(&self) -> Option<u8> {
+        self.0.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| (i as u32 * 64 + w.trailing_zeros()) as u8)
+    }
+}
+
+impl std::fmt::Debug for ByteSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ByteSet({} bytes)", self.len())
+    }
+}
