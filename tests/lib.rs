@@ -3,6 +3,7 @@
 mod support;
 
 mod ebnf;
+mod cache;
 mod cli;
 mod earley;
 mod json_builtin;

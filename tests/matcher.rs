@@ -2,31 +2,12 @@
 //! masks exactly, and `accept_string` reaches the same state as accepting the string's tokens.
 //! Random grammars with a small synthetic vocabulary, and the builtin JSON grammar with Llama 3.
 
-use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary, VocabularyBuilder};
+use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
 use proptest::prelude::*;
 
 use crate::support::fixtures::{encode, vocab};
 use crate::support::gen;
-
-/// Every string over {a, b, c} of length 1 to 3, the two bytes of "é" separately and together,
-/// and a special stop token.
-fn small_vocab() -> Vocabulary {
-    let mut tokens: Vec<Vec<u8>> = Vec::new();
-    let letters = [b'a', b'b', b'c'];
-    for &x in &letters {
-        tokens.push(vec![x]);
-        for &y in &letters {
-            tokens.push(vec![x, y]);
-            for &z in &letters {
-                tokens.push(vec![x, y, z]);
-            }
-        }
-    }
-    tokens.extend([vec![0xC3], vec![0xA9], "é".as_bytes().to_vec(), "éa".as_bytes().to_vec()]);
-    tokens.push(b"</s>".to_vec());
-    let stop = (tokens.len() - 1) as u32;
-    VocabularyBuilder::new().tokens(tokens).special(stop).stop_tokens([stop]).vocab_size(stop as usize + 3).build().unwrap()
-}
+use crate::support::small_vocab::small_vocab;
 
 fn mask_of(m: &mut GrammarMatcher) -> TokenBitmask {
     let mut mask = TokenBitmask::new(m.grammar().vocabulary().vocab_size());

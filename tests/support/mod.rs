@@ -2,5 +2,6 @@
 
 pub mod gen;
 pub mod reference;
+pub mod small_vocab;
 pub mod fixtures;
 pub mod json_text;

@@ -1,0 +1,100 @@
+//! Oracle equality of the token-mask cache, in every cache mode: masks from the cache equal the
+//! exact oracle's bit for bit, on random grammars with a small vocabulary (repetitions expanded
+//! and counted) and on the builtin JSON grammar with the real Llama 3 vocabulary.
+
+use maskforge::cache::MaskCacheMode;
+use maskforge::fsm::FsmLimits;
+use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
+use proptest::prelude::*;
+
+use crate::support::fixtures::{encode, vocab};
+use crate::support::gen;
+use crate::support::small_vocab::small_vocab;
+
+const MODES: [MaskCacheMode; 3] = [MaskCacheMode::Jit, MaskCacheMode::Aot, MaskCacheMode::Precompute(2)];
+
+fn compile(g: &Grammar, vocab: &Vocabulary, mode: MaskCacheMode, counted: bool) -> CompiledGrammar {
+    let mut config = CompilerConfig::default().cache_mode(mode);
+    if counted {
+        config = config.fsm_limits(FsmLimits { max_expanded_repeat: 0, ..FsmLimits::default() });
+    }
+    GrammarCompiler::new(vocab.clone(), config).compile(g.clone()).unwrap()
+}
+
+/// Asserts that the cached mask equals the oracle's at the matcher's current state.
+fn assert_oracle_equal(m: &mut GrammarMatcher, what: &str) -> Result<TokenBitmask, TestCaseError> {
+    let n = m.grammar().vocabulary().vocab_size();
+    let (mut cached, mut exact) = (TokenBitmask::new(n), TokenBitmask::new(n));
+    m.fill_next_token_bitmask(cached.as_words_mut());
+    m.fill_next_token_bitmask_exact(exact.as_words_mut()).unwrap();
+    prop_assert_eq!(&cached, &exact, "{}", what);
+    Ok(cached)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn cache_equals_oracle_on_random_grammars(
+        g in gen::grammar(),
+        counted in any::<bool>(),
+        mode in 0usize..3,
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let grammar = compile(&g, &small_vocab(), MODES[mode], counted);
+        let mut m = GrammarMatcher::new(&grammar);
+        let what = format!("mode {:?}, counted {counted}\n{g}", MODES[mode]);
+        for pick in &picks {
+            let mask = assert_oracle_equal(&mut m, &what)?;
+            let allowed: Vec<usize> = mask.allowed_ids().collect();
+            if allowed.is_empty() || m.is_terminated() {
+                break;
+            }
+            prop_assert!(m.accept_token(allowed[pick.index(allowed.len())] as u32));
+        }
+        assert_oracle_equal(&mut m, &what)?;
+    }
+}
+
+/// Repetitions with bounds near the token lengths: the budget check must hold at every count.
+#[test]
+fn counted_repetitions_near_their_bounds() {
+    let vocab = vocab("llama2").clone();
+    for src in [r#"root ::= [a-c]{3,40} "!""#, r#"root ::= ("ab" | "c"){20,25}"#, r#"root ::= ([a-z] | " "){0,30} [.]"#] {
+        let g = maskforge::parse_ebnf(src, "root").unwrap();
+        for mode in MODES {
+            let grammar = compile(&g, &vocab, mode, false);
+            let mut m = GrammarMatcher::new(&grammar);
+            // Walk to the bound with the shortest allowed token each time, comparing masks.
+            for step in 0..60 {
+                let mask = assert_oracle_equal(&mut m, &format!("{src} step {step}")).unwrap();
+                let Some(id) = mask.allowed_ids().filter(|&id| !grammar.vocabulary().token_bytes(id as u32).is_empty()).min_by_key(|&id| (grammar.vocabulary().token_bytes(id as u32).len(), id)) else { break };
+                assert!(m.accept_token(id as u32));
+            }
+        }
+    }
+}
+
+/// The builtin JSON grammar with Llama 3: the cache equals the oracle at every token of real
+/// documents, in all three modes.
+#[test]
+fn llama3_json_cache_equals_oracle() {
+    let v = vocab("llama3").clone();
+    let docs = [
+        r#"{"name": "Zoë \"Z\"", "n": [-12.5e3, 0, true, false, null], "o": {}, "u": "\u00e9\n"}"#,
+        "[\n  {\"a\": 1},\n  [],\n  \"x y z\",\n  3.14159\n]",
+        r#"  {"deep": {"er": {"est": [[[1]], {"k": "v"}]}}}  "#,
+    ];
+    for mode in MODES {
+        let grammar = GrammarCompiler::new(v.clone(), CompilerConfig::default().cache_mode(mode)).compile_builtin_json_grammar().unwrap();
+        for doc in docs {
+            let mut m = GrammarMatcher::new(&grammar);
+            for (i, id) in encode("llama3", doc).into_iter().enumerate() {
+                let mask = assert_oracle_equal(&mut m, &format!("{mode:?} token {i} of {doc}")).unwrap();
+                assert!(mask.get(id as usize));
+                assert!(m.accept_token(id));
+            }
+            assert_oracle_equal(&mut m, "end").unwrap();
+        }
+    }
+}
