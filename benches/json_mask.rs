@@ -1,13 +1,14 @@
 //! Per-step mask time on the builtin JSON grammar with a real tokenizer, over real documents
 //! (the `data` of valid MaskBench instances, compact layout).
 //!
-//! `cargo bench --bench json_mask -- [--tokenizer llama3] [--docs 20]`
+//! `cargo bench --bench json_mask -- [--tokenizer llama3] [--docs 20] [--mode jit|aot|K]`
 //! Prints compile time and mask-time percentiles in microseconds, plus the number of tokens
 //! checked (the expected answer: every document must be accepted).
 
 use std::time::Instant;
 
 use maskforge::tokenizer::load_tokenizer;
+use maskforge::cache::MaskCacheMode;
 use maskforge::util::stats::Summary;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 
@@ -18,8 +19,13 @@ fn main() {
     };
     let tokenizer = arg("--tokenizer", "llama3");
     let n_docs: usize = arg("--docs", "20").parse().expect("--docs takes a number");
+    let mode = match arg("--mode", "jit").as_str() {
+        "jit" => MaskCacheMode::Jit,
+        "aot" => MaskCacheMode::Aot,
+        k => MaskCacheMode::Precompute(k.parse().expect("--mode takes jit, aot or a number")),
+    };
     let (vocab, encoder) = load_tokenizer(&tokenizer).unwrap_or_else(|e| panic!("{e}"));
-    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
+    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default().cache_mode(mode));
     let t = Instant::now();
     let grammar = compiler.compile_builtin_json_grammar().unwrap();
     let compile_us = t.elapsed().as_secs_f64() * 1e6;
@@ -56,9 +62,13 @@ fn main() {
         assert!(m.can_terminate());
     }
     let s = Summary::of(&times);
+    let stats = grammar.mask_cache_stats();
     println!(
-        "json_mask tokenizer={tokenizer} docs={} tokens={tokens} compile_us={compile_us:.0} mask_us: avg={:.1} p50={:.1} p90={:.1} p99={:.1} max={:.1}",
+        "json_mask tokenizer={tokenizer} mode={mode:?} docs={} tokens={tokens} compile_us={compile_us:.0} cache: entries={} bytes={} uncertain={} | mask_us: avg={:.1} p50={:.1} p90={:.1} p99={:.1} max={:.1}",
         docs.len(),
+        stats.entries,
+        stats.bytes,
+        stats.uncertain_tokens,
         s.avg,
         s.p50,
         s.p90,
