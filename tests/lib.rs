@@ -7,6 +7,7 @@ mod cache;
 mod cli;
 mod earley;
 mod json_builtin;
+mod layering;
 mod matcher;
 mod properties;
 mod tokenizer;
