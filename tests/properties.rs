@@ -19,17 +19,20 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     /// The Earley parser and the fixpoint recognizer agree, with repetitions expanded into the
-    /// automata and with every repetition turned into a counter.
+    /// automata, with every bounded repetition turned into a counter, and without rule inlining.
     #[test]
     fn earley_matches_reference(g in gen::grammar(), inputs in prop::collection::vec(gen::input(), 1..12)) {
         let expanded = Arc::new(build_grammar_fsm(&g, &FsmLimits::default()).unwrap());
         let counted = Arc::new(build_grammar_fsm(&g, &FsmLimits { max_expanded_repeat: 0, ..FsmLimits::default() }).unwrap());
+        let plain = Arc::new(build_grammar_fsm(&g, &FsmLimits { max_inline_states: 0, ..FsmLimits::default() }).unwrap());
         let mut p1 = Parser::new(expanded);
         let mut p2 = Parser::new(counted);
+        let mut p3 = Parser::new(plain);
         for s in &inputs {
             let want = recognizes(&g, s);
             prop_assert_eq!(earley_accepts(&mut p1, s), want, "expanded, input {:?}\n{}", String::from_utf8_lossy(s), g);
             prop_assert_eq!(earley_accepts(&mut p2, s), want, "counted, input {:?}\n{}", String::from_utf8_lossy(s), g);
+            prop_assert_eq!(earley_accepts(&mut p3, s), want, "no inlining, input {:?}\n{}", String::from_utf8_lossy(s), g);
         }
     }
 }

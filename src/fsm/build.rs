@@ -1,13 +1,23 @@
 //! Grammar IR → one automaton per rule, then frozen into a [`GrammarFsm`].
 //!
-//! Thompson construction with epsilon edges, then [`super::determinize`]. The repetition
-//! policy lives here: a repetition is expanded into the automaton when the expansion is small,
-//! else it becomes a counted rule (see [`RuleKind::Counted`]).
+//! Thompson construction with epsilon edges, then [`super::determinize`] (epsilon removal,
+//! subset construction, minimization). Two policies live here:
+//!
+//! * **repetition**: expanded into the automaton when the expansion is small, else a counted
+//!   rule (see [`RuleKind::Counted`]);
+//! * **inlining**: a reference to a small rule is replaced by the rule's body (one level per
+//!   reference, never a rule into itself, bounded in depth and size). Every rule boundary costs
+//!   twice: an Earley completion per byte at run time, and in the mask cache a token that crosses
+//!   the boundary is *uncertain* (checked against the parser at run time). In the builtin JSON
+//!   grammar, inlining `member`, `value`, `string` and `number` into `object` and `array` makes
+//!   tokens like `",` or `"}` readable inside one automaton. Rules only reached through inlined
+//!   references get no automaton of their own.
 
-use super::determinize::{determinize, remove_epsilons};
+use super::determinize::{determinize, minimize, remove_epsilons};
 use super::{ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError};
 use crate::util::hash::FastMap;
+use crate::util::scc::strongly_connected_components;
 use crate::util::utf8::utf8_sequences;
 
 /// Limits and thresholds of automaton construction.
@@ -23,16 +33,42 @@ pub struct FsmLimits {
     pub max_dfa_states: usize,
     /// The most states over all rules. Default 10,000,000.
     pub max_total_states: usize,
+    /// A rule is inlined into a reference when its body is estimated at most this many states.
+    /// Default 256; 0 disables inlining.
+    pub max_inline_states: usize,
+    /// How many nested rules deep inlining goes. Default 4.
+    pub max_inline_depth: usize,
+    /// Inlining stops once the automaton being built has this many states. Default 4,000.
+    pub max_inlined_rule_states: usize,
 }
 
 impl Default for FsmLimits {
     fn default() -> Self {
-        FsmLimits { max_expanded_repeat: 16, max_expanded_states: 2_000, max_dfa_states: 10_000, max_total_states: 10_000_000 }
+        FsmLimits {
+            max_expanded_repeat: 16,
+            max_expanded_states: 2_000,
+            max_dfa_states: 10_000,
+            max_total_states: 10_000_000,
+            max_inline_states: 256,
+            max_inline_depth: 4,
+            max_inlined_rule_states: 4_000,
+        }
     }
 }
 
 struct Builder<'a> {
     limits: &'a FsmLimits,
+    grammar: &'a Grammar,
+    /// Estimated states of each grammar rule's body (for the inlining decision).
+    body_size: Vec<usize>,
+    /// Grammar rules kept as references even where small: recursive rules delimited by
+    /// literals (JSON's `object` and `array`); see [`keeps_boundary`].
+    keep: Vec<bool>,
+    /// The rule being built and the rules being inlined into it, innermost last.
+    inline_stack: Vec<u32>,
+    /// Rules some automaton references (and so need their own automaton).
+    needed: Vec<bool>,
+    queue: Vec<u32>,
     /// Rule names, kinds and bodies, grammar rules first; synthetic rules are appended.
     names: Vec<String>,
     kinds: Vec<RuleKind>,
@@ -47,29 +83,54 @@ struct Builder<'a> {
 /// # Errors
 /// [`GrammarError::TooLarge`] when the automata exceed [`FsmLimits::max_total_states`].
 pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<GrammarFsm, GrammarError> {
+    let n = grammar.rules().len();
     let mut b = Builder {
         limits,
+        grammar,
+        body_size: grammar.rules().iter().map(|r| estimate_states(&r.body)).collect(),
+        keep: keeps_boundary(grammar),
+        inline_stack: Vec::new(),
+        needed: vec![false; n],
+        queue: Vec::new(),
         names: grammar.rules().iter().map(|r| r.name.clone()).collect(),
-        kinds: vec![RuleKind::Plain; grammar.rules().len()],
+        kinds: vec![RuleKind::Plain; n],
         pending: grammar.rules().iter().map(|r| Some(r.body.clone())).collect(),
         counted: FastMap::default(),
         states: 0,
     };
-    let mut fsms: Vec<Fsm> = Vec::new();
-    let mut r = 0;
-    while r < b.pending.len() {
-        let body = b.pending[r].take().expect("every rule has a body");
+    let root = grammar.root().index() as u32;
+    b.need(root);
+    let mut built: Vec<Option<Fsm>> = vec![None; n];
+    while let Some(r) = b.queue.pop() {
+        let body = b.pending[r as usize].take().expect("every rule is built once");
+        b.inline_stack.push(r);
         let mut fsm = b.rule_fsm(&body)?;
-        if matches!(b.kinds[r], RuleKind::Counted { .. }) {
+        b.inline_stack.pop();
+        if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
             add_fresh_start(&mut fsm);
         }
         b.states += fsm.state_len();
         if b.states > limits.max_total_states {
             return Err(GrammarError::TooLarge { what: "automaton states", actual: b.states, limit: limits.max_total_states });
         }
-        fsms.push(fsm);
-        r += 1;
+        if built.len() <= r as usize {
+            built.resize(r as usize + 1, None);
+        }
+        built[r as usize] = Some(fsm);
     }
+    built.resize(b.names.len(), None);
+    // Rules nothing references (all their uses were inlined) keep their ids with an empty,
+    // unreachable automaton.
+    let fsms: Vec<Fsm> = built
+        .into_iter()
+        .map(|f| {
+            f.unwrap_or_else(|| {
+                let mut f = Fsm::default();
+                f.start = f.add_state();
+                f
+            })
+        })
+        .collect();
     let nullable = nullable_rules(&fsms, &b.kinds);
     // Empty iterations never count, so a counted repetition of a nullable body needs no minimum.
     for (r, kind) in b.kinds.iter_mut().enumerate() {
@@ -79,7 +140,7 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
             }
         }
     }
-    Ok(freeze(fsms, b.names, b.kinds, nullable, grammar.root().index() as u32))
+    Ok(freeze(fsms, b.names, b.kinds, nullable, root))
 }
 
 /// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
@@ -94,6 +155,28 @@ fn add_fresh_start(fsm: &mut Fsm) {
 }
 
 impl Builder<'_> {
+    /// Marks rule `r` as referenced by an automaton, scheduling its own automaton.
+    fn need(&mut self, r: u32) {
+        if self.needed.len() <= r as usize {
+            self.needed.resize(r as usize + 1, false);
+        }
+        if !self.needed[r as usize] {
+            self.needed[r as usize] = true;
+            self.queue.push(r);
+        }
+    }
+
+    /// Whether a reference to grammar rule `r` from the automaton being built (now `states`
+    /// states) is replaced by `r`'s body.
+    fn inlines(&self, r: u32, states: usize) -> bool {
+        (r as usize) < self.body_size.len()
+            && self.body_size[r as usize] <= self.limits.max_inline_states
+            && !self.keep[r as usize]
+            && self.inline_stack.len() <= self.limits.max_inline_depth
+            && !self.inline_stack.contains(&r)
+            && states + self.body_size[r as usize] <= self.limits.max_inlined_rule_states
+    }
+
     fn rule_fsm(&mut self, body: &Expr) -> Result<Fsm, GrammarError> {
         let mut nfa = Fsm::default();
         let start = nfa.add_state();
@@ -101,7 +184,10 @@ impl Builder<'_> {
         let end = self.expr(&mut nfa, body, start);
         nfa.finals[end as usize] = true;
         let nfa = remove_epsilons(&nfa);
-        Ok(determinize(&nfa, self.limits.max_dfa_states).unwrap_or(nfa))
+        Ok(match determinize(&nfa, self.limits.max_dfa_states) {
+            Some(dfa) => minimize(&dfa),
+            None => nfa,
+        })
     }
 
     /// Adds `e` to `nfa` starting at `from`; returns the state where it ends.
@@ -132,8 +218,17 @@ impl Builder<'_> {
                 end
             }
             Expr::Rule(r) => {
+                let r = r.index() as u32;
+                if self.inlines(r, nfa.state_len()) {
+                    self.inline_stack.push(r);
+                    let grammar = self.grammar;
+                    let end = self.expr(nfa, &grammar.rule(crate::grammar::RuleId::new(r as usize)).body, from);
+                    self.inline_stack.pop();
+                    return end;
+                }
+                self.need(r);
                 let next = nfa.add_state();
-                nfa.add_edge(from, Label::Rule(r.index() as u32), next);
+                nfa.add_edge(from, Label::Rule(r), next);
                 next
             }
             Expr::Seq(items) => items.iter().fold(from, |cur, x| self.expr(nfa, x, cur)),
@@ -156,6 +251,7 @@ impl Builder<'_> {
                     self.expand_repeat(nfa, &rep.expr, rep.min, rep.max, from)
                 } else {
                     let counted = self.counted_rule(&rep.expr, rep.min, rep.max.unwrap_or(u32::MAX));
+                    self.need(counted);
                     let next = nfa.add_state();
                     nfa.add_edge(from, Label::Rule(counted), next);
                     next
@@ -209,6 +305,42 @@ impl Builder<'_> {
         self.counted.insert(key, r);
         r
     }
+}
+
+/// Which recursive rules stay rule references. A cycle of references must be cut somewhere,
+/// and where matters: the mask cache classifies a token that reads past the end of a rule as
+/// uncertain. Cutting at rules that begin and end with a literal (`"{" ... "}"`) makes only
+/// the tokens that continue after that closing literal uncertain (`},`), where cutting at a
+/// rule ending in a string or number would make most tokens around every value uncertain.
+/// Other recursive rules are cut by the inlining stack (a rule is never inlined into itself).
+fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
+    let refs: Vec<Vec<usize>> = grammar
+        .rules()
+        .iter()
+        .map(|r| {
+            let mut v = Vec::new();
+            r.body.for_each_rule_ref(&mut |x| v.push(x.index()));
+            v
+        })
+        .collect();
+    let comp = strongly_connected_components(refs.len(), |r| refs[r].clone());
+    let mut comp_size = vec![0usize; refs.len()];
+    for &c in &comp {
+        comp_size[c as usize] += 1;
+    }
+    grammar
+        .rules()
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let recursive = comp_size[comp[i] as usize] > 1 || refs[i].contains(&i);
+            let delimited = match &rule.body {
+                Expr::Seq(items) => matches!((items.first(), items.last()), (Some(Expr::Bytes(_)), Some(Expr::Bytes(_)))),
+                _ => false,
+            };
+            recursive && delimited
+        })
+        .collect()
 }
 
 /// A rough count of the automaton states an expression adds (saturating).

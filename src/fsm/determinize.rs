@@ -169,3 +169,61 @@ fn is_deterministic(fsm: &Fsm) -> bool {
         })
     })
 }
+
+/// Merges equivalent states of a deterministic, epsilon-free automaton (Moore's partition
+/// refinement). Equivalent states would otherwise get separate, identical mask-cache entries.
+pub(crate) fn minimize(fsm: &Fsm) -> Fsm {
+    let n = fsm.state_len();
+    let mut class: Vec<u32> = fsm.finals.iter().map(|&f| f as u32).collect();
+    let mut n_classes = {
+        let mut c = class.clone();
+        c.sort_unstable();
+        c.dedup();
+        c.len()
+    };
+    loop {
+        let mut ids: FastMap<(u32, Vec<(Label, u32)>), u32> = FastMap::default();
+        let mut next = Vec::with_capacity(n);
+        for s in 0..n {
+            let sig: Vec<(Label, u32)> = fsm.edges[s].iter().map(|&(l, t)| (l, class[t as usize])).collect();
+            let len = ids.len() as u32;
+            next.push(*ids.entry((class[s], sig)).or_insert(len));
+        }
+        let count = ids.len();
+        class = next;
+        if count == n_classes {
+            break;
+        }
+        n_classes = count;
+    }
+    if n_classes == n {
+        return fsm.clone();
+    }
+    let mut out = Fsm::default();
+    for _ in 0..n_classes {
+        out.add_state();
+    }
+    let mut done = vec![false; n_classes];
+    for s in 0..n {
+        let c = class[s] as usize;
+        if done[c] {
+            continue;
+        }
+        done[c] = true;
+        out.finals[c] = fsm.finals[s];
+        let mut edges: Vec<(Label, u32)> = Vec::new();
+        for &(l, t) in &fsm.edges[s] {
+            let t = class[t as usize];
+            if let (Label::Bytes(lo, hi), Some((Label::Bytes(_, phi), pt))) = (l, edges.last_mut()) {
+                if *pt == t && *phi as u16 + 1 == lo as u16 {
+                    *phi = hi;
+                    continue;
+                }
+            }
+            edges.push((l, t));
+        }
+        out.edges[c] = edges;
+    }
+    out.start = class[fsm.start as usize];
+    out
+}

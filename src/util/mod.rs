@@ -10,6 +10,7 @@
 pub mod bitset;
 pub mod byteset;
 pub mod hash;
+pub mod scc;
 pub mod stats;
 pub mod utf8;
 
