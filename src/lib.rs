@@ -39,7 +39,7 @@ pub mod tokenizer;
 pub mod util;
 
 pub use compiled::CompiledGrammar;
-pub use compiler::{CompilerConfig, GrammarCompiler};
+pub use compiler::{CompilerConfig, GrammarCompiler, JSON_GRAMMAR_EBNF};
 pub use error::Error;
 pub use matcher::{GrammarMatcher, MatcherConfig, MatcherError};
 pub use frontend::ebnf::{parse_ebnf, EbnfError};
