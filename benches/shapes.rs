@@ -63,6 +63,7 @@ fn main() {
         let grammar = aot.compile_grammar(&case.grammar).unwrap();
         let aot_ms = t.elapsed().as_secs_f64() * 1e3;
         let ids = encoder.encode_for_matching(&case.input).unwrap();
+        let entries_before = grammar.mask_cache_stats().entries;
         let mut m = GrammarMatcher::new(&grammar);
         let mut mask = TokenBitmask::new(vocab.vocab_size());
         let mut times = Vec::with_capacity(ids.len());
@@ -76,12 +77,13 @@ fn main() {
         let s = Summary::of(&times);
         let stats = grammar.mask_cache_stats();
         println!(
-            "{:24} tokens={:5} compile_us={:8.0} aot_ms={:7.1} entries={:4} cache_kb={:6.0} | mask_us avg={:6.1} p50={:6.1} p99={:7.1} max={:7.1}",
+            "{:24} tokens={:5} compile_us={:8.0} aot_ms={:7.1} entries={:4}+{} cache_kb={:6.0} | mask_us avg={:6.1} p50={:6.1} p99={:7.1} max={:7.1}",
             case.name,
             ids.len(),
             compile_us,
             aot_ms,
-            stats.entries,
+            entries_before,
+            stats.entries - entries_before,
             stats.bytes as f64 / 1024.0,
             s.avg,
             s.p50,

@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fsm = grammar.fsm();
     let mut total_uncertain = 0;
     for (state, cost) in reachable_scannable_states(fsm, &vocab) {
-        let e = grammar.mask_cache().entry(fsm, &vocab, state);
+        let e = grammar.mask_cache().entry(fsm, &vocab, state, false);
         let (form, n) = match &e.accepted {
             AdaptiveTokenMask::Accepted(v) => ("accepted", v.len()),
             AdaptiveTokenMask::Rejected(v) => ("rejected", v.len()),

@@ -17,10 +17,11 @@ enum Class {
     Rejected,
 }
 
-/// Classifies every normal token of `vocab` for the scannable state `state`; `follow` is the set
-/// of bytes that may follow the state's rule.
-pub fn build_entry(fsm: &Arc<GrammarFsm>, follow: &ByteSet, vocab: &Vocabulary, state: StateId) -> MaskEntry {
-    let mut parser = Parser::isolated(Arc::clone(fsm), state);
+/// Classifies every normal token of `vocab` for the scannable state `state` seen in its certain
+/// `context` (see [`Parser::isolated`]); `follow` is the set of bytes that may follow the
+/// outermost rule of that context.
+pub fn build_entry(fsm: &Arc<GrammarFsm>, context: &[StateId], follow: &ByteSet, vocab: &Vocabulary, state: StateId) -> MaskEntry {
+    let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
     let base = parser.byte_len();
     let ids = vocab.sorted_token_ids();
     let lcp = vocab.sorted_lcp();

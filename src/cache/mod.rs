@@ -22,9 +22,11 @@
 //! or a bitset, plus the uncertain list.
 //!
 //! Counted repetitions are analysed as unbounded (the item's count is unknown out of context):
-//! at run time an item with `budget = max - count` trusts the accepted set only for tokens of
-//! at most `budget` bytes (a token can finish at most one iteration per byte) and checks longer
-//! ones with the parser, so masks stay exact near the bounds.
+//! at run time an item with `budget = max - count - 1` trusts the accepted set only for tokens
+//! of at most `budget` bytes (a token can start at most one new iteration per byte, and a new
+//! iteration needs `count + 1 < max`) and checks longer ones with the parser, so masks stay
+//! exact near the bounds. An item whose count is below `min` uses an entry built without
+//! context (see [`MaskCache::entry`]).
 //!
 //! Entries are built just in time by default, the first time a state is seen, and memoized in
 //! the [`MaskCache`] of the compiled grammar, shared by every matcher on every thread
@@ -39,7 +41,7 @@ use rayon::prelude::*;
 
 pub use build::build_entry;
 
-use crate::fsm::{lookahead::follow_sets, GrammarFsm, StateId};
+use crate::fsm::{lookahead::follow_sets, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
 
@@ -101,8 +103,11 @@ pub struct MaskCacheStats {
 /// The per-grammar memo of cache entries, indexed by automaton state.
 #[derive(Debug)]
 pub struct MaskCache {
+    /// Two slots per state: with its certain context, and without it (see [`MaskCache::entry`]).
     entries: Vec<OnceLock<Arc<MaskEntry>>>,
     follow: Vec<ByteSet>,
+    /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
+    contexts: Vec<Box<[StateId]>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -112,8 +117,9 @@ impl MaskCache {
     /// An empty cache for `fsm`; computes the rules' follow sets.
     pub fn new(fsm: &GrammarFsm) -> Self {
         MaskCache {
-            entries: (0..fsm.state_len()).map(|_| OnceLock::new()).collect(),
+            entries: (0..2 * fsm.state_len()).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
+            contexts: certain_contexts(fsm),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
@@ -126,9 +132,18 @@ impl MaskCache {
     }
 
     /// The entry of `state`, built now if it is not yet.
-    pub fn entry(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, state: StateId) -> &Arc<MaskEntry> {
-        self.entries[state as usize].get_or_init(|| {
-            let e = build_entry(fsm, &self.follow[fsm.rule_of(state) as usize], vocab, state);
+    ///
+    /// `below_min` is for items of a counted repetition whose count is still below the minimum:
+    /// reading on into the parent would let a token end the repetition too early, so their entry
+    /// is built without context (ending the repetition makes a token uncertain). Once the count
+    /// reaches the minimum, ending is always allowed and the entry with context applies.
+    pub fn entry(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, state: StateId, below_min: bool) -> &Arc<MaskEntry> {
+        let full = self.certain_context(fsm, state);
+        let below_min = below_min && !full.is_empty();
+        let context = if below_min { &[][..] } else { full };
+        self.entries[2 * state as usize + below_min as usize].get_or_init(|| {
+            let outer = context.last().map_or(fsm.rule_of(state), |&q| fsm.rule_of(q));
+            let e = build_entry(fsm, context, &self.follow[outer as usize], vocab, state);
             self.built.fetch_add(1, Ordering::Relaxed);
             self.bytes.fetch_add(e.memory_usage(), Ordering::Relaxed);
             self.uncertain.fetch_add(e.uncertain.len(), Ordering::Relaxed);
@@ -136,10 +151,19 @@ impl MaskCache {
         })
     }
 
+    /// The parents every occurrence of `state` has, innermost first: while the current rule has
+    /// a single use site in a rule that is not a counted repetition, that site. Reading on into
+    /// certain parents is what makes `abc",` *accepted* inside a string with `maxLength`
+    /// (a counted rule used once) instead of uncertain.
+    #[inline]
+    pub fn certain_context(&self, fsm: &GrammarFsm, state: StateId) -> &[StateId] {
+        &self.contexts[fsm.rule_of(state) as usize]
+    }
+
     /// Builds the entries of `states` now, in parallel.
     pub fn precompute(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, states: &[StateId]) {
         states.par_iter().for_each(|&s| {
-            self.entry(fsm, vocab, s);
+            self.entry(fsm, vocab, s, false);
         });
     }
 
@@ -158,6 +182,54 @@ impl MaskCache {
             + self.follow.capacity() * std::mem::size_of::<ByteSet>()
             + self.bytes.load(Ordering::Relaxed)
     }
+}
+
+/// Per rule, the chain of single use sites (see [`MaskCache::certain_context`]).
+fn certain_contexts(fsm: &GrammarFsm) -> Vec<Box<[StateId]>> {
+    const MAX_DEPTH: usize = 8;
+    let use_site = unique_use_sites(fsm);
+    (0..fsm.rules().len())
+        .map(|r| {
+            let mut context = Vec::new();
+            let mut rule = r;
+            while let Some(q) = use_site[rule] {
+                let parent = fsm.rule_of(q) as usize;
+                if context.len() == MAX_DEPTH || !matches!(fsm.rules()[parent].kind, RuleKind::Plain) {
+                    break;
+                }
+                context.push(q);
+                rule = parent;
+            }
+            context.into_boxed_slice()
+        })
+        .collect()
+}
+
+/// Per rule, its single use site, if it has exactly one and is not the root.
+fn unique_use_sites(fsm: &GrammarFsm) -> Vec<Option<StateId>> {
+    #[derive(Clone, Copy)]
+    enum Uses {
+        None,
+        One(StateId),
+        Many,
+    }
+    let mut uses = vec![Uses::None; fsm.rules().len()];
+    for s in 0..fsm.state_len() as StateId {
+        for e in fsm.rule_edges(s) {
+            let u = &mut uses[e.rule as usize];
+            *u = match *u {
+                Uses::None => Uses::One(s),
+                _ => Uses::Many,
+            };
+        }
+    }
+    uses.into_iter()
+        .enumerate()
+        .map(|(r, u)| match u {
+            Uses::One(s) if r as u32 != fsm.root() => Some(s),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The scannable states of the rules reachable from the root, with an estimate of the cost of

@@ -99,18 +99,29 @@ impl Parser {
         p
     }
 
-    /// A parser for the mask cache: the item `(state, origin 0, count 0)` seen out of context.
+    /// A parser for the mask cache: the item `(state, origin 0, count 0)` seen with only the
+    /// context that is certain.
     ///
-    /// Position 0 holds an empty set and the item starts at position 1, so nothing waits for
-    /// the item's rule: its completion (the rule *exiting* to a context the parser does not
-    /// know) advances nothing and only marks the position as accepting ([`Parser::is_accepting_at`]).
-    /// Predictions inside start at position 1 and complete normally. A counted repetition the
-    /// item belongs to is treated as unbounded (`{0,}`): the count of the real item is unknown
-    /// here, and the caller bounds it by the token length (see `crate::cache`).
-    pub fn isolated(fsm: Arc<GrammarFsm>, state: StateId) -> Self {
-        let start_rule = fsm.rule_of(state);
-        let mut p = Parser::empty(fsm, start_rule, true);
+    /// `context` lists parent states, innermost first: `context[0]` is a state with a rule edge
+    /// to the item's rule, `context[1]` a state with a rule edge to `context[0]`'s rule, and so on
+    /// (the caller passes only parents that every real occurrence of the item has: rules with a
+    /// single use site). Position 0 holds no items, only these parents waiting for their child,
+    /// all with origin 0; the item starts at position 1. When the outermost rule completes from
+    /// origin 0 (it *exits* to a context the parser does not know), nothing advances: the
+    /// position is only marked accepting ([`Parser::is_accepting_at`]). Predictions inside start
+    /// at position 1 and complete normally. A counted repetition the item belongs to is treated
+    /// as unbounded (`{0,}`): the count of the real item is unknown here, and the caller bounds
+    /// it by the token length (see `crate::cache`); parents must not be counted repetitions.
+    pub fn isolated(fsm: Arc<GrammarFsm>, state: StateId, context: &[StateId]) -> Self {
+        let mut child = fsm.rule_of(state);
+        let mut waits = Vec::with_capacity(context.len());
+        for &q in context {
+            waits.push(Waiting { rule: child, parent: Item { state: q, origin: 0, count: 0 } });
+            child = fsm.rule_of(q);
+        }
+        let mut p = Parser::empty(fsm, child, true);
         p.open_set();
+        p.waiting.extend(waits);
         p.open_set();
         p.add(Item { state, origin: 0, count: 0 });
         p.close_set();

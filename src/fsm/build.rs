@@ -16,7 +16,6 @@
 use super::determinize::{determinize, minimize, remove_epsilons};
 use super::{ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError};
-use crate::util::hash::FastMap;
 use crate::util::scc::strongly_connected_components;
 use crate::util::utf8::utf8_sequences;
 
@@ -72,9 +71,10 @@ struct Builder<'a> {
     /// Rule names, kinds and bodies, grammar rules first; synthetic rules are appended.
     names: Vec<String>,
     kinds: Vec<RuleKind>,
-    pending: Vec<Option<Expr>>,
-    /// Counted rules, deduplicated by (body, min, max).
-    counted: FastMap<(Expr, u32, u32), u32>,
+    /// Bodies not yet built, each with the rules inlined around it where it was written (a
+    /// counted rule's body must not inline them again, or a recursive rule would spawn new
+    /// counted rules forever).
+    pending: Vec<Option<(Expr, Vec<u32>)>>,
     states: usize,
 }
 
@@ -94,18 +94,18 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         queue: Vec::new(),
         names: grammar.rules().iter().map(|r| r.name.clone()).collect(),
         kinds: vec![RuleKind::Plain; n],
-        pending: grammar.rules().iter().map(|r| Some(r.body.clone())).collect(),
-        counted: FastMap::default(),
+        pending: grammar.rules().iter().map(|r| Some((r.body.clone(), Vec::new()))).collect(),
         states: 0,
     };
     let root = grammar.root().index() as u32;
     b.need(root);
     let mut built: Vec<Option<Fsm>> = vec![None; n];
     while let Some(r) = b.queue.pop() {
-        let body = b.pending[r as usize].take().expect("every rule is built once");
+        let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
+        b.inline_stack = outer;
         b.inline_stack.push(r);
         let mut fsm = b.rule_fsm(&body)?;
-        b.inline_stack.pop();
+        b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
             add_fresh_start(&mut fsm);
         }
@@ -291,18 +291,14 @@ impl Builder<'_> {
         }
     }
 
-    /// The counted rule for `e{min,max}`, shared by identical repetitions.
+    /// A new counted rule for `e{min,max}`. Each occurrence gets its own rule (no sharing), so
+    /// that it has a single use site and the mask cache can read on into its parent.
     fn counted_rule(&mut self, e: &Expr, min: u32, max: u32) -> u32 {
-        let key = (e.clone(), min, max);
-        if let Some(&r) = self.counted.get(&key) {
-            return r;
-        }
         let r = self.names.len() as u32;
         let bound = if max == u32::MAX { String::new() } else { max.to_string() };
         self.names.push(format!("$repeat{r}{{{min},{bound}}}"));
         self.kinds.push(RuleKind::Counted { min, max });
-        self.pending.push(Some(e.clone()));
-        self.counted.insert(key, r);
+        self.pending.push(Some((e.clone(), self.inline_stack.clone())));
         r
     }
 }

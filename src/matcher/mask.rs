@@ -13,8 +13,8 @@ use crate::tokenizer::common_prefix_len;
 /// Reusable buffers of the mask computation.
 #[derive(Clone, Debug, Default)]
 pub struct MaskScratch {
-    /// (state, smallest repetition budget among the items in that state).
-    states: Vec<(StateId, u32)>,
+    /// (state, below the repetition minimum, smallest repetition budget of those items).
+    states: Vec<(StateId, bool, u32)>,
     /// Positions (in the sorted vocabulary) to check with the parser.
     check: Vec<u32>,
     /// Words for expanding a rejected-list entry.
@@ -34,27 +34,31 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
         if fsm.byte_edges(it.state).is_empty() {
             continue;
         }
-        let budget = match fsm.rules()[fsm.rule_of(it.state) as usize].kind {
-            RuleKind::Counted { max, .. } if max != u32::MAX => max.saturating_sub(it.count),
-            _ => u32::MAX,
+        let (below_min, budget) = match fsm.rules()[fsm.rule_of(it.state) as usize].kind {
+            // A token of n bytes may loop n times (once before its first byte when the item sits
+            // where an iteration can end), and a loop needs `count + 1 < max`.
+            RuleKind::Counted { min, max } => {
+                (it.count < min, if max == u32::MAX { u32::MAX } else { max.saturating_sub(it.count).saturating_sub(1) })
+            }
+            RuleKind::Plain => (false, u32::MAX),
         };
-        match scratch.states.iter_mut().find(|(s, _)| *s == it.state) {
-            Some(entry) => entry.1 = entry.1.min(budget),
-            None => scratch.states.push((it.state, budget)),
+        match scratch.states.iter_mut().find(|(s, b, _)| *s == it.state && *b == below_min) {
+            Some(entry) => entry.2 = entry.2.min(budget),
+            None => scratch.states.push((it.state, below_min, budget)),
         }
     }
     let ids = vocab.sorted_token_ids();
     for k in 0..scratch.states.len() {
-        let (state, budget) = scratch.states[k];
-        let entry = cache.entry(fsm, vocab, state);
+        let (state, below_min, budget) = scratch.states[k];
+        let entry = cache.entry(fsm, vocab, state, below_min);
         scratch.check.extend_from_slice(&entry.uncertain);
         if budget >= max_len {
-            merge_accepted(&entry.accepted, &entry.uncertain, ids, scratch, out);
+            merge_accepted(&entry.accepted, &entry.uncertain, ids, vocab.normal_token_mask(), scratch, out);
         } else {
             // Near the upper bound of a repetition: trust only tokens short enough to fit, and
             // check the others (rare: only within one token length of the bound).
             let mut accepted = Vec::new();
-            for_each_accepted(&entry.accepted, &entry.uncertain, ids, vocab.vocab_size(), scratch, |id| accepted.push(id));
+            for_each_accepted(&entry.accepted, &entry.uncertain, ids, vocab, scratch, |id| accepted.push(id));
             for id in accepted {
                 if vocab.token_bytes(id).len() as u32 <= budget {
                     out[id as usize / 32] |= 1 << (id % 32);
@@ -73,7 +77,14 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
 }
 
 /// ORs the accepted tokens of an entry into `out`.
-fn merge_accepted(mask: &AdaptiveTokenMask, uncertain: &[u32], ids: &[u32], scratch: &mut MaskScratch, out: &mut [u32]) {
+fn merge_accepted(
+    mask: &AdaptiveTokenMask,
+    uncertain: &[u32],
+    ids: &[u32],
+    normal: &[u32],
+    scratch: &mut MaskScratch,
+    out: &mut [u32],
+) {
     match mask {
         AdaptiveTokenMask::Accepted(list) => {
             for &id in list.iter() {
@@ -88,10 +99,8 @@ fn merge_accepted(mask: &AdaptiveTokenMask, uncertain: &[u32], ids: &[u32], scra
         AdaptiveTokenMask::Rejected(list) => {
             // accepted = normal tokens - rejected - uncertain
             scratch.words.clear();
+            scratch.words.extend_from_slice(normal);
             scratch.words.resize(out.len(), 0);
-            for &id in ids {
-                scratch.words[id as usize / 32] |= 1 << (id % 32);
-            }
             for &id in list.iter() {
                 scratch.words[id as usize / 32] &= !(1 << (id % 32));
             }
@@ -111,12 +120,12 @@ fn for_each_accepted(
     mask: &AdaptiveTokenMask,
     uncertain: &[u32],
     ids: &[u32],
-    vocab_size: usize,
+    vocab: &crate::tokenizer::Vocabulary,
     scratch: &mut MaskScratch,
     mut f: impl FnMut(u32),
 ) {
-    let mut words = vec![0u32; out_words(vocab_size)];
-    merge_accepted(mask, uncertain, ids, scratch, &mut words);
+    let mut words = vec![0u32; out_words(vocab.vocab_size())];
+    merge_accepted(mask, uncertain, ids, vocab.normal_token_mask(), scratch, &mut words);
     for id in crate::util::bitset::allowed_ids(&words) {
         f(id as u32);
     }

@@ -134,6 +134,8 @@ pub(crate) struct ByteTable {
     sorted_lcp: Vec<u32>,
     /// id → position in `sorted_ids` (`u32::MAX` for tokens without bytes).
     sorted_pos: Vec<u32>,
+    /// The normal tokens as a bitmask in the engine layout.
+    normal_mask: Vec<u32>,
     max_token_len: usize,
 }
 
@@ -480,6 +482,13 @@ impl Vocabulary {
         self.bytes.sorted_pos.get(id as usize).copied().filter(|&p| p != u32::MAX)
     }
 
+    /// The normal tokens (those with bytes) as a bitmask over the token table, in the engine
+    /// layout; it may be shorter than a mask over [`vocab_size`](Self::vocab_size) (padding ids).
+    #[inline]
+    pub fn normal_token_mask(&self) -> &[u32] {
+        &self.bytes.normal_mask
+    }
+
     /// The length in bytes of the longest token.
     #[inline]
     pub fn max_token_len(&self) -> usize {
@@ -500,6 +509,7 @@ impl Vocabulary {
             + b.sorted_ids.capacity() * 4
             + b.sorted_lcp.capacity() * 4
             + b.sorted_pos.capacity() * 4
+            + b.normal_mask.capacity() * 4
             + self.stop_ids.len() * 4
     }
 
@@ -639,7 +649,11 @@ pub(crate) fn build_byte_table(
         sorted_pos[id as usize] = pos as u32;
     }
     let max_token_len = sorted_ids.iter().map(|&id| bytes_of(id).len()).max().unwrap_or(0);
-    Ok(ByteTable { kind, data, offsets, sorted_ids, sorted_lcp, sorted_pos, max_token_len })
+    let mut normal_mask = vec![0u32; n.div_ceil(32)];
+    for &id in &sorted_ids {
+        normal_mask[id as usize / 32] |= 1 << (id % 32);
+    }
+    Ok(ByteTable { kind, data, offsets, sorted_ids, sorted_lcp, sorted_pos, normal_mask, max_token_len })
 }
 
 #[cfg(test)]
