@@ -2,7 +2,10 @@
 //! masks exactly, and `accept_string` reaches the same state as accepting the string's tokens.
 //! Random grammars with a small synthetic vocabulary, and the builtin JSON grammar with Llama 3.
 
-use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary, VocabularyBuilder};
+use maskforge::{
+    CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary,
+    VocabularyBuilder,
+};
 use proptest::prelude::*;
 
 use crate::support::fixtures::{encode, vocab};
@@ -25,7 +28,13 @@ fn small_vocab() -> Vocabulary {
     tokens.extend([vec![0xC3], vec![0xA9], "é".as_bytes().to_vec(), "éa".as_bytes().to_vec()]);
     tokens.push(b"</s>".to_vec());
     let stop = (tokens.len() - 1) as u32;
-    VocabularyBuilder::new().tokens(tokens).special(stop).stop_tokens([stop]).vocab_size(stop as usize + 3).build().unwrap()
+    VocabularyBuilder::new()
+        .tokens(tokens)
+        .special(stop)
+        .stop_tokens([stop])
+        .vocab_size(stop as usize + 3)
+        .build()
+        .unwrap()
 }
 
 fn mask_of(m: &mut GrammarMatcher) -> TokenBitmask {
@@ -140,12 +149,15 @@ fn llama3_json_mask_equals_brute_force() {
     assert_eq!(mask, brute_force_mask(&mut m));
     // Only whitespace and the stop token can follow a complete document.
     assert!(mask.get(m.stop_token_ids()[0] as usize));
-    assert!(mask.allowed_ids().all(|id| m.stop_token_ids().contains(&(id as u32)) || grammar.vocabulary().token_bytes(id as u32).iter().all(|b| b" \t\n\r".contains(b))));
+    assert!(mask.allowed_ids().all(|id| m.stop_token_ids().contains(&(id as u32))
+        || grammar.vocabulary().token_bytes(id as u32).iter().all(|b| b" \t\n\r".contains(b))));
 }
 
 #[test]
 fn rollback_errors_and_invalid_ids() {
-    let grammar = GrammarCompiler::new(small_vocab(), CompilerConfig::default()).compile_grammar(r#"root ::= "ab" "c"*"#).unwrap();
+    let grammar = GrammarCompiler::new(small_vocab(), CompilerConfig::default())
+        .compile_grammar(r#"root ::= "ab" "c"*"#)
+        .unwrap();
     let mut m = GrammarMatcher::with_config(&grammar, maskforge::MatcherConfig::default().max_rollback_tokens(1));
     let id = |s: &str| (0..40u32).find(|&i| grammar.vocabulary().token_bytes(i) == s.as_bytes()).unwrap();
     assert!(m.accept_token(id("ab")) && m.accept_token(id("c")));

@@ -6,6 +6,7 @@
 //! [`crate::GrammarMatcher`]. It never depends on the matcher.
 
 mod builtin;
+mod json;
 
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;

@@ -27,7 +27,12 @@ pub struct FsmLimits {
 
 impl Default for FsmLimits {
     fn default() -> Self {
-        FsmLimits { max_expanded_repeat: 16, max_expanded_states: 2_000, max_dfa_states: 10_000, max_total_states: 10_000_000 }
+        FsmLimits {
+            max_expanded_repeat: 16,
+            max_expanded_states: 2_000,
+            max_dfa_states: 10_000,
+            max_total_states: 10_000_000,
+        }
     }
 }
 
@@ -65,7 +70,11 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         }
         b.states += fsm.state_len();
         if b.states > limits.max_total_states {
-            return Err(GrammarError::TooLarge { what: "automaton states", actual: b.states, limit: limits.max_total_states });
+            return Err(GrammarError::TooLarge {
+                what: "automaton states",
+                actual: b.states,
+                limit: limits.max_total_states,
+            });
         }
         fsms.push(fsm);
         r += 1;
@@ -286,7 +295,12 @@ fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Ve
     };
     let mut base = 0u32;
     for (r, fsm) in fsms.iter().enumerate() {
-        g.rules.push(FsmRule { name: names[r].clone(), start: base + fsm.start, kind: kinds[r], nullable: nullable[r] });
+        g.rules.push(FsmRule {
+            name: names[r].clone(),
+            start: base + fsm.start,
+            kind: kinds[r],
+            nullable: nullable[r],
+        });
         for s in 0..fsm.state_len() {
             g.state_rule.push(r as u32);
             g.finals.push(fsm.finals[s]);

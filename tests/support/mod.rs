@@ -1,6 +1,6 @@
 //! Shared test helpers: fixtures, the reference recognizer, random grammar strategies.
 
-pub mod gen;
-pub mod reference;
 pub mod fixtures;
+pub mod gen;
 pub mod json_text;
+pub mod reference;

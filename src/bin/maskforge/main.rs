@@ -72,7 +72,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Check { source, text, input } => {
             let text = match (text, input) {
                 (Some(t), _) => t,
-                (None, Some(path)) => std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+                (None, Some(path)) => {
+                    std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
+                }
                 (None, None) => return Err("give --text or --input".into()),
             };
             check(&source, &text)
@@ -132,7 +134,9 @@ fn check(args: &GrammarArgs, text: &str) -> Result<ExitCode, String> {
             println!(
                 "rejected at token {i} (id {id}, {:?}) after {:?}",
                 String::from_utf8_lossy(vocab.token_bytes(id)),
-                String::from_utf8_lossy(&ids[..i].iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect::<Vec<_>>())
+                String::from_utf8_lossy(
+                    &ids[..i].iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect::<Vec<_>>()
+                )
             );
             return Ok(ExitCode::from(1));
         }

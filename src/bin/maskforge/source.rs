@@ -33,7 +33,8 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn new(args: &GrammarArgs) -> Result<Self, String> {
-        let loaded = if args.tokenizer == "default" { load_embedded_default() } else { load_tokenizer(&args.tokenizer) };
+        let loaded =
+            if args.tokenizer == "default" { load_embedded_default() } else { load_tokenizer(&args.tokenizer) };
         let (vocab, encoder) = loaded.map_err(|e| e.to_string())?;
         let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
         let t = Instant::now();

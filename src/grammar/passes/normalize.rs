@@ -90,6 +90,9 @@ mod tests {
         assert_eq!(expr(e, "r").unwrap(), Expr::literal("abc"));
         let c = Expr::Choice(vec![Expr::literal("x"), Expr::Choice(vec![Expr::literal("x"), Expr::literal("y")])]);
         assert_eq!(expr(c, "r").unwrap(), Expr::Choice(vec![Expr::literal("x"), Expr::literal("y")]));
-        assert!(matches!(expr(Expr::repeat(Expr::literal("x"), 3, Some(2)), "r"), Err(GrammarError::InvalidRepeat { .. })));
+        assert!(matches!(
+            expr(Expr::repeat(Expr::literal("x"), 3, Some(2)), "r"),
+            Err(GrammarError::InvalidRepeat { .. })
+        ));
     }
 }
