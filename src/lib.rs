@@ -33,6 +33,7 @@ pub mod error;
 pub mod frontend;
 pub mod fsm;
 pub mod grammar;
+pub mod maskbench;
 pub mod matcher;
 pub mod tokenizer;
 pub mod util;

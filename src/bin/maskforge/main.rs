@@ -2,6 +2,7 @@
 //! shell. Exit codes: 0 success (for `check`: accepted and complete), 1 rejected or incomplete,
 //! 2 bad input (malformed grammar, missing file, ...), with the error on stderr.
 
+mod maskbench;
 mod source;
 
 use std::process::ExitCode;
@@ -45,6 +46,8 @@ enum Command {
         #[arg(long)]
         input: Option<std::path::PathBuf>,
     },
+    /// Runs MaskBench files: compile, then check every instance token by token.
+    Maskbench(maskbench::MaskbenchArgs),
     /// Prints the allowed tokens after a prefix: their count, then their ids on one line.
     Mask {
         #[command(flatten)]
@@ -80,6 +83,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             check(&source, &text)
         }
         Command::Mask { source, prefix } => mask(&source, &prefix),
+        Command::Maskbench(args) => maskbench::run(&args),
     }
 }
 

@@ -122,6 +122,7 @@ pub(super) struct Lowerer<'a> {
     refs: FastMap<(String, u32), RuleId>,
     pending: Vec<(RuleId, String, u32)>,
     any_rules: FastMap<u32, RuleId>,
+    shared: FastMap<&'static str, RuleId>,
     report: Vec<Relaxation>,
     reported: FastSet<Relaxation>,
     depth: usize,
@@ -142,6 +143,7 @@ impl<'a> Lowerer<'a> {
             refs: FastMap::default(),
             pending: Vec::new(),
             any_rules: FastMap::default(),
+            shared: FastMap::default(),
             report: Vec::new(),
             reported: FastSet::default(),
             depth: 0,
@@ -309,6 +311,31 @@ impl<'a> Lowerer<'a> {
         self.refs.insert(key.clone(), id);
         self.pending.push((id, reference.to_string(), level));
         Ok(Expr::Rule(id))
+    }
+
+    /// A rule shared by the whole grammar, created on first use.
+    fn shared_rule(&mut self, name: &'static str, body: impl FnOnce(&mut Self) -> Expr) -> Expr {
+        if let Some(&id) = self.shared.get(name) {
+            return Expr::Rule(id);
+        }
+        let id = self.new_rule(name);
+        self.shared.insert(name, id);
+        let b = body(self);
+        self.define(id, b);
+        Expr::Rule(id)
+    }
+
+    /// Any string content (a shared rule).
+    pub(super) fn content_tail(&mut self) -> Expr {
+        self.shared_rule("strtail", |_| Expr::star(super::string::any_json_char()))
+    }
+
+    /// A backslash escape, then any string content (a shared rule).
+    pub(super) fn escape_tail(&mut self) -> Expr {
+        self.shared_rule("esctail", |l| {
+            let tail = l.content_tail();
+            Expr::Seq(vec![super::string::any_escape(), tail])
+        })
     }
 
     /// The rule matching any JSON value at `level`.

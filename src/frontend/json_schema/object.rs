@@ -192,7 +192,7 @@ impl Lowerer<'_> {
                     )?;
                     self.schema_value(&ns, &format!("{ptr}/propertyNames"), level + 1)?
                 }
-                None => match content_not_in(&names) {
+                None => match content_not_in(&names, &self.content_tail(), &self.escape_tail()) {
                     Some(c) => Expr::Seq(vec![Expr::literal("\""), c, Expr::literal("\"")]),
                     None => super::string::any_string(),
                 },
@@ -200,7 +200,15 @@ impl Lowerer<'_> {
             extra.push(seq(vec![key, self.layout.colon(), other_value]));
         }
         let additional = choice(extra);
-        let additional = (!is_never(&additional)).then_some(additional);
+        // Additional members are repeated between declared ones: share them through a rule
+        // unless they are tiny.
+        let additional = if is_never(&additional) {
+            None
+        } else if additional.node_count() > 24 && !list.is_empty() {
+            Some(self.rule_for("extra", additional)?)
+        } else {
+            Some(additional)
+        };
 
         // minProperties / maxProperties.
         let count = |k: &str| m.get(k).and_then(Value::as_u64);

@@ -74,6 +74,27 @@ fn astral_range(lo: u32, hi: u32) -> Vec<Expr> {
 const SHORT_ESCAPES: [(u32, u8); 8] =
     [(0x22, b'"'), (0x5C, b'\\'), (0x2F, b'/'), (0x08, b'b'), (0x0C, b'f'), (0x0A, b'n'), (0x0D, b'r'), (0x09, b't')];
 
+/// The code points accepted in `\u` escapes: all but printable ASCII (other than `"`, `\`).
+const ESCAPABLE: [(u32, u32); 5] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0xD7FF), (0xE000, MAX_CODE_POINT)];
+
+/// `u` + four hex digits of any code point outside printable ASCII (or `"`, `\`); surrogates
+/// are accepted in any combination here, as JSON parsers do.
+fn nonplain_u() -> Expr {
+    let h = || hex_digit(0, 15);
+    Expr::Seq(vec![
+        Expr::literal("u"),
+        Expr::Choice(vec![
+            Expr::Seq(vec![Expr::literal("00"), hex_digit(0, 1), h()]),
+            Expr::literal("0022"),
+            Expr::Seq(vec![Expr::literal("005"), hex_digit(12, 12)]),
+            Expr::Seq(vec![Expr::literal("007"), hex_digit(15, 15)]),
+            Expr::Seq(vec![Expr::literal("00"), hex_digit(8, 15), h()]),
+            Expr::Seq(vec![Expr::literal("0"), hex_digit(1, 15), h(), h()]),
+            Expr::Seq(vec![hex_digit(1, 15), h(), h(), h()]),
+        ]),
+    ])
+}
+
 /// One JSON string character (raw or escaped) whose decoded code point is in `class`.
 pub(super) fn json_char(class: &CharClass) -> Expr {
     let r = class.resolved_ranges();
@@ -94,8 +115,12 @@ pub(super) fn json_char(class: &CharClass) -> Expr {
     if !letters.is_empty() {
         esc.push(Expr::class(letters, false));
     }
-    let escapable = intersect(&r, &[(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0xD7FF), (0xE000, MAX_CODE_POINT)]);
-    for (lo, hi) in escapable {
+    let escapable = intersect(&r, &ESCAPABLE);
+    if escapable == ESCAPABLE {
+        // Every character that may be `\u`-escaped: one compact expression.
+        esc.push(nonplain_u());
+    }
+    for (lo, hi) in if escapable == ESCAPABLE { Vec::new() } else { escapable } {
         if lo <= 0xFFFF {
             esc.push(u_range(lo, hi.min(0xFFFF)));
         }
@@ -161,19 +186,20 @@ pub(super) fn literal_string(s: &str) -> Expr {
 const MAX_EXCLUDED_KEY_CHARS: usize = 200;
 
 /// The content of any string that is none of `names` (as written by [`literal_content`]):
-/// the complement of a trie. `None` when a name is too long.
-pub(super) fn content_not_in(names: &[&str]) -> Option<Expr> {
+/// the complement of a trie. `tail` matches any string content, `escape_tail` a backslash
+/// escape then any content (both shared rules, so each trie node costs a few nodes). `None`
+/// when a name is too long.
+pub(super) fn content_not_in(names: &[&str], tail: &Expr, escape_tail: &Expr) -> Option<Expr> {
     if names.iter().any(|n| n.chars().count() > MAX_EXCLUDED_KEY_CHARS) {
         return None;
     }
     let words: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
     let all: Vec<usize> = (0..words.len()).collect();
-    Some(not_in(&words, &all, 0))
+    Some(not_in(&words, &all, 0, tail, escape_tail))
 }
 
 /// Strings that are not among `words[ids]` given their common prefix of length `depth`.
-fn not_in(words: &[Vec<char>], ids: &[usize], depth: usize) -> Expr {
-    let anything = || Expr::star(any_json_char());
+fn not_in(words: &[Vec<char>], ids: &[usize], depth: usize, tail: &Expr, escape_tail: &Expr) -> Expr {
     let terminal = ids.iter().any(|&i| words[i].len() == depth);
     let mut next: Vec<char> = ids.iter().filter_map(|&i| words[i].get(depth).copied()).collect();
     next.sort_unstable();
@@ -184,18 +210,30 @@ fn not_in(words: &[Vec<char>], ids: &[usize], depth: usize) -> Expr {
     }
     for &c in &next {
         let sub: Vec<usize> = ids.iter().copied().filter(|&i| words[i].get(depth) == Some(&c)).collect();
-        let head = if is_plain(c) {
-            Expr::literal(c.to_string())
-        } else {
-            json_char(&CharClass::new([(c as u32, c as u32)], false))
-        };
-        alts.push(Expr::Seq(vec![head, not_in(words, &sub, depth + 1)]));
+        let head = if is_plain(c) { Expr::literal(c.to_string()) } else { json_char(&CharClass::new([(c as u32, c as u32)], false)) };
+        alts.push(Expr::Seq(vec![head, not_in(words, &sub, depth + 1, tail, escape_tail)]));
     }
     let others = CharClass::new(next.iter().map(|&c| (c as u32, c as u32)), true);
-    if !others.is_empty() {
-        alts.push(Expr::Seq(vec![json_char(&others), anything()]));
+    if next.iter().all(|&c| is_plain(c) && c != '/') {
+        // No escape decodes to a plain character (by policy), so every escape differs.
+        let raw = intersect(&others.resolved_ranges(), &[(0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_CODE_POINT)]);
+        alts.push(Expr::Seq(vec![Expr::class(raw, false), tail.clone()]));
+        alts.push(escape_tail.clone());
+    } else if !others.is_empty() {
+        alts.push(Expr::Seq(vec![json_char(&others), tail.clone()]));
     }
     choice(alts)
+}
+
+/// A backslash escape (any), without what follows.
+pub(super) fn any_escape() -> Expr {
+    Expr::Seq(vec![
+        Expr::literal("\\"),
+        Expr::Choice(vec![
+            Expr::class(SHORT_ESCAPES.iter().map(|&(_, l)| (u32::from(l), u32::from(l))), false),
+            Expr::Seq(vec![Expr::literal("u"), Expr::repeat(hex_digit(0, 15), 4, Some(4))]),
+        ]),
+    ])
 }
 
 impl Lowerer<'_> {
@@ -295,7 +333,9 @@ mod tests {
 
     #[test]
     fn keys_outside_a_set() {
-        let e = quoted(&content_not_in(&["ab", "a", "b\u{e9}"]).unwrap());
+        let tail = Expr::star(any_json_char());
+        let esc = Expr::Seq(vec![any_escape(), tail.clone()]);
+        let e = quoted(&content_not_in(&["ab", "a", "b\u{e9}"], &tail, &esc).unwrap());
         for ok in ["\"\"", "\"abc\"", "\"ba\"", "\"x\"", "\"b\"", "\"b\\u00e8\""] {
             assert!(expr_matches(&e, ok.as_bytes()), "{ok}");
         }
