@@ -15,7 +15,11 @@ use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: &str| -> String {
-        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_string())
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_else(|| default.to_string())
     };
     let tokenizer = arg("--tokenizer", "llama3");
     let n_docs: usize = arg("--docs", "20").parse().expect("--docs takes a number");

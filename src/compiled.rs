@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::cache::{MaskCache, MaskCacheStats};
+use crate::frontend::json_schema::JsonSchemaReport;
 use crate::fsm::GrammarFsm;
 use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
@@ -23,12 +24,16 @@ struct CompiledInner {
     fsm: Arc<GrammarFsm>,
     vocab: Vocabulary,
     cache: MaskCache,
+    /// For grammars compiled from a JSON Schema: what is not enforced exactly.
+    json_schema_report: Option<Arc<JsonSchemaReport>>,
 }
 
 impl CompiledGrammar {
     pub(crate) fn new(grammar: Grammar, fsm: GrammarFsm, vocab: Vocabulary) -> Self {
         let cache = MaskCache::new(&fsm);
-        CompiledGrammar { inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab, cache }) }
+        CompiledGrammar {
+            inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab, cache, json_schema_report: None }),
+        }
     }
     /// The token-mask cache (entries are built on first use unless precomputed).
     pub fn mask_cache(&self) -> &MaskCache {
@@ -37,6 +42,17 @@ impl CompiledGrammar {
     /// Counters of the token-mask cache.
     pub fn mask_cache_stats(&self) -> MaskCacheStats {
         self.inner.cache.stats()
+    }
+    /// Attaches a JSON Schema coverage report (the product must not be shared yet).
+    pub(crate) fn with_json_schema_report(mut self, report: Arc<JsonSchemaReport>) -> Self {
+        Arc::get_mut(&mut self.inner).expect("a fresh compiled grammar is not shared").json_schema_report =
+            Some(report);
+        self
+    }
+    /// For a grammar compiled from a JSON Schema, the keywords it does not enforce exactly
+    /// (an empty report means every keyword is enforced); `None` for other sources.
+    pub fn json_schema_report(&self) -> Option<&JsonSchemaReport> {
+        self.inner.json_schema_report.as_deref()
     }
     /// The grammar IR.
     pub fn grammar(&self) -> &Grammar {

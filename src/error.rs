@@ -17,6 +17,12 @@ pub enum Error {
     /// The tokenizer could not be loaded, or text could not be encoded.
     #[error(transparent)]
     Vocab(#[from] VocabError),
+    /// A JSON Schema is malformed, unsatisfiable or too large (with the JSON pointer).
+    #[error(transparent)]
+    Schema(#[from] crate::frontend::json_schema::SchemaError),
+    /// A regular expression is malformed or uses a construct a grammar cannot enforce.
+    #[error(transparent)]
+    Regex(#[from] crate::frontend::regex::RegexError),
     /// A matcher call failed (invalid token id, rollback too far, short mask buffer).
     #[error(transparent)]
     Matcher(#[from] crate::matcher::MatcherError),

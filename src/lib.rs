@@ -34,6 +34,7 @@ pub mod error;
 pub mod frontend;
 pub mod fsm;
 pub mod grammar;
+pub mod maskbench;
 pub mod matcher;
 pub mod tokenizer;
 pub mod util;
@@ -41,10 +42,14 @@ pub mod util;
 pub use compiled::CompiledGrammar;
 pub use compiler::{CompilerConfig, GrammarCompiler, JSON_GRAMMAR_EBNF};
 pub use error::Error;
-pub use matcher::{GrammarMatcher, MatcherConfig, MatcherError};
 pub use frontend::ebnf::{parse_ebnf, EbnfError};
+pub use frontend::json_schema::{
+    json_schema_to_grammar, JsonSchemaOptions, JsonSchemaReport, PropertyOrder, Relaxation, SchemaError,
+};
+pub use frontend::regex::RegexError;
 pub use frontend::{Position, Span, SyntaxError};
 pub use grammar::{CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId};
+pub use matcher::{GrammarMatcher, MatcherConfig, MatcherError};
 pub use tokenizer::{TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
 

@@ -47,9 +47,13 @@ fn ambiguous_grammar() {
 #[test]
 fn left_recursion() {
     check(r#"root ::= root "b" | "a""#, &["a", "ab", "abbbb"], &["", "b", "ba", "aab"]);
-    check(r#"root ::= list
+    check(
+        r#"root ::= list
 list ::= list "," item | item
-item ::= [0-9]+"#, &["1", "1,22,333"], &["", ",", "1,", ",1", "1,,2"]);
+item ::= [0-9]+"#,
+        &["1", "1,22,333"],
+        &["", ",", "1,", ",1", "1,,2"],
+    );
 }
 
 #[test]
@@ -70,8 +74,12 @@ b ::= a a"#,
         &["", "yyyyyx", "xyy", "y"],
     );
     // A nullable rule under a star and a nullable left recursion.
-    check(r#"root ::= (e)* "z"
-e ::= "" | "q""#, &["z", "qz", "qqqz"], &["", "q", "zq"]);
+    check(
+        r#"root ::= (e)* "z"
+e ::= "" | "q""#,
+        &["z", "qz", "qqqz"],
+        &["", "q", "zq"],
+    );
     check(r#"root ::= root "a" | """#, &["", "a", "aaa"], &["b", "ab"]);
 }
 
@@ -100,8 +108,12 @@ fn counted_repetitions_are_exact() {
     // Bounds past the expansion threshold become counters in the Earley items.
     check(r#"root ::= "a"{20,25}"#, &[&"a".repeat(20), &"a".repeat(25)], &[&"a".repeat(19), &"a".repeat(26)]);
     check(r#"root ::= ("ab" | "c"){17,}"#, &[&"c".repeat(17), &"ab".repeat(30)], &[&"c".repeat(16), "abc"]);
-    check(r#"root ::= (x){0,40} "."
-x ::= "" | "k""#, &[".", &("k".repeat(40) + ".")], &[&("k".repeat(41) + ".")]);
+    check(
+        r#"root ::= (x){0,40} "."
+x ::= "" | "k""#,
+        &[".", &("k".repeat(40) + ".")],
+        &[&("k".repeat(41) + ".")],
+    );
     // Huge bounds compile to a constant-size automaton.
     let g = parse_ebnf(r#"root ::= [a-z]{0,100000} "!""#, "root").unwrap();
     let fsm = GrammarFsm::new(&g).unwrap();

@@ -33,7 +33,11 @@ fn documents(n: usize) -> Vec<Value> {
             break;
         }
     }
-    assert!(docs.len() >= n && non_ascii >= 5 && escapes >= 5, "{} docs, {non_ascii} non-ASCII, {escapes} with escapes", docs.len());
+    assert!(
+        docs.len() >= n && non_ascii >= 5 && escapes >= 5,
+        "{} docs, {non_ascii} non-ASCII, {escapes} with escapes",
+        docs.len()
+    );
     docs
 }
 
@@ -74,12 +78,19 @@ fn check_tokenizer(tokenizer: &str) {
             let text = dump(doc, layout);
             assert!(serde_json::from_str::<Value>(&text).is_ok());
             let mask_every = if k < 3 { 7 } else { 0 };
-            assert!(run(&grammar, tokenizer, &text, mask_every), "{tokenizer}: valid JSON rejected ({layout:?}):\n{text}");
+            assert!(
+                run(&grammar, tokenizer, &text, mask_every),
+                "{tokenizer}: valid JSON rejected ({layout:?}):\n{text}"
+            );
             valid += 1;
         }
         for bad in mutations(&dump(doc, Layout::Python)) {
             let is_json = serde_json::from_str::<Value>(&bad).is_ok();
-            assert_eq!(run(&grammar, tokenizer, &bad, 0), is_json, "{tokenizer}: verdict differs from serde_json on:\n{bad}");
+            assert_eq!(
+                run(&grammar, tokenizer, &bad, 0),
+                is_json,
+                "{tokenizer}: verdict differs from serde_json on:\n{bad}"
+            );
             invalid += !is_json as usize;
         }
     }
@@ -109,7 +120,12 @@ fn tokens_splitting_a_code_point() {
         let grammar = json_grammar(tokenizer);
         let vocab = grammar.vocabulary();
         let byte_token = |b: u8| -> u32 {
-            vocab.sorted_token_ids().iter().copied().find(|&id| vocab.token_bytes(id) == [b]).unwrap_or_else(|| panic!("{tokenizer}: no token for byte {b:#x}"))
+            vocab
+                .sorted_token_ids()
+                .iter()
+                .copied()
+                .find(|&id| vocab.token_bytes(id) == [b])
+                .unwrap_or_else(|| panic!("{tokenizer}: no token for byte {b:#x}"))
         };
         let mut m = GrammarMatcher::new(&grammar);
         let mut mask = TokenBitmask::new(vocab.vocab_size());

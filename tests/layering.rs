@@ -12,7 +12,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fsm", &["fsm", "grammar", "util"]),
     ("earley", &["earley", "fsm", "grammar", "util"]),
     ("cache", &["cache", "earley", "fsm", "grammar", "tokenizer", "util"]),
-    ("compiled", &["compiled", "cache", "fsm", "grammar", "tokenizer", "util"]),
+    // `compiled` carries the JSON Schema coverage report, a plain data type of the front-end.
+    ("compiled", &["compiled", "cache", "frontend", "fsm", "grammar", "tokenizer", "util"]),
     ("matcher", &["matcher", "compiled", "cache", "earley", "fsm", "tokenizer", "util"]),
     (
         "compiler",

@@ -6,6 +6,7 @@
 //! [`crate::GrammarMatcher`]. It never depends on the matcher.
 
 mod builtin;
+mod json;
 
 use crate::cache::{reachable_scannable_states, MaskCacheMode};
 use crate::compiled::CompiledGrammar;

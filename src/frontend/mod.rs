@@ -20,8 +20,12 @@
 //! rules in `STYLE.md` §3.1).
 //!
 //! * [`ebnf`]: XGrammar's EBNF dialect.
+//! * [`regex`]: ECMA-262 regular expressions (JSON Schema `pattern`, XGrammar's `Regex`).
+//! * [`json_schema`]: JSON Schema, with a coverage report.
 
 pub mod ebnf;
+pub mod json_schema;
+pub mod regex;
 
 /// A half-open range `start..end` of byte offsets into a front-end's source text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

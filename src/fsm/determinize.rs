@@ -106,8 +106,11 @@ pub(crate) fn determinize(fsm: &Fsm, max_states: usize) -> Option<Fsm> {
         let mut new_edges: Vec<(Label, u32)> = Vec::new();
         for w in points.windows(2) {
             let (a, b) = (w[0], w[1] - 1);
-            let mut targets: Vec<u32> =
-                byte_edges.iter().filter(|&&(lo, hi, _)| lo as u16 <= a && b <= hi as u16).map(|&(_, _, t)| t).collect();
+            let mut targets: Vec<u32> = byte_edges
+                .iter()
+                .filter(|&&(lo, hi, _)| lo as u16 <= a && b <= hi as u16)
+                .map(|&(_, _, t)| t)
+                .collect();
             if targets.is_empty() {
                 continue;
             }

@@ -98,12 +98,20 @@ impl GrammarBuilder {
         for e in std::iter::once(&body).chain(lookahead.as_ref()) {
             let depth = e.depth();
             if depth > self.limits.max_depth {
-                return Err(GrammarError::TooLarge { what: "expression depth", actual: depth, limit: self.limits.max_depth });
+                return Err(GrammarError::TooLarge {
+                    what: "expression depth",
+                    actual: depth,
+                    limit: self.limits.max_depth,
+                });
             }
             self.nodes += e.node_count();
         }
         if self.nodes > self.limits.max_nodes {
-            return Err(GrammarError::TooLarge { what: "expression node count", actual: self.nodes, limit: self.limits.max_nodes });
+            return Err(GrammarError::TooLarge {
+                what: "expression node count",
+                actual: self.nodes,
+                limit: self.limits.max_nodes,
+            });
         }
         self.bodies[id.index()] = Some((body, lookahead));
         Ok(())
@@ -127,7 +135,11 @@ impl GrammarBuilder {
     /// [`GrammarError::EmptyLanguage`] and [`GrammarError::TooLarge`].
     pub fn build(self, root: &str) -> Result<Grammar, GrammarError> {
         if self.names.len() > self.limits.max_rules {
-            return Err(GrammarError::TooLarge { what: "rule count", actual: self.names.len(), limit: self.limits.max_rules });
+            return Err(GrammarError::TooLarge {
+                what: "rule count",
+                actual: self.names.len(),
+                limit: self.limits.max_rules,
+            });
         }
         let root_id = match self.by_name.get(root) {
             Some(&id) if self.bodies[id.index()].is_some() => id,

@@ -196,7 +196,8 @@ impl GrammarMatcher {
     }
 
     fn after_accept(&mut self) {
-        if self.config.terminate_without_stop_token && self.parser.is_accepting() && self.parser.next_bytes() == [0; 4] {
+        if self.config.terminate_without_stop_token && self.parser.is_accepting() && self.parser.next_bytes() == [0; 4]
+        {
             self.terminated = true;
         }
     }
@@ -320,7 +321,12 @@ impl GrammarMatcher {
             if next.iter().map(|w| w.count_ones()).sum::<u32>() != 1 {
                 break;
             }
-            let b = next.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i as u8 * 64 + w.trailing_zeros() as u8).unwrap();
+            let b = next
+                .iter()
+                .enumerate()
+                .find(|(_, w)| **w != 0)
+                .map(|(i, w)| i as u8 * 64 + w.trailing_zeros() as u8)
+                .unwrap();
             if !self.parser.advance_byte(b) {
                 break;
             }

@@ -110,14 +110,21 @@ mod tests {
     use super::*;
 
     fn matches(seqs: &[Utf8Sequence], bytes: &[u8]) -> bool {
-        seqs.iter().any(|s| {
-            s.len() == bytes.len() && s.iter().zip(bytes).all(|(&(l, h), &b)| l <= b && b <= h)
-        })
+        seqs.iter().any(|s| s.len() == bytes.len() && s.iter().zip(bytes).all(|(&(l, h), &b)| l <= b && b <= h))
     }
 
     #[test]
     fn exact_on_sampled_ranges() {
-        let cases = [(0, 0x10FFFF), (0x41, 0x5A), (0x7F, 0x80), (0x7FF, 0x800), (0xD000, 0xE100), (0x10000, 0x10FFFF), (0x3A9, 0x4E2D), (0xFFFF, 0x10000)];
+        let cases = [
+            (0, 0x10FFFF),
+            (0x41, 0x5A),
+            (0x7F, 0x80),
+            (0x7FF, 0x800),
+            (0xD000, 0xE100),
+            (0x10000, 0x10FFFF),
+            (0x3A9, 0x4E2D),
+            (0xFFFF, 0x10000),
+        ];
         for (lo, hi) in cases {
             let seqs = utf8_sequences(lo, hi);
             for c in (0u32..0x11000).chain((0x11000..=0x10FFFF).step_by(97)) {

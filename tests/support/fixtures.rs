@@ -8,7 +8,8 @@ use maskforge::tokenizer::{load_tokenizer, TextEncoder, Vocabulary, FIXTURE_NAME
 
 /// A real tokenizer by fixture name, loaded once for the whole test binary.
 pub fn load(name: &str) -> &'static (Vocabulary, TextEncoder) {
-    static CACHE: [OnceLock<(Vocabulary, TextEncoder)>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static CACHE: [OnceLock<(Vocabulary, TextEncoder)>; 4] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let i = FIXTURE_NAMES.iter().position(|&n| n == name).expect("a fixture name");
     CACHE[i].get_or_init(|| load_tokenizer(name).unwrap_or_else(|e| panic!("{e}")))
 }

@@ -17,7 +17,11 @@ pub fn expr(rules: usize) -> impl Strategy<Value = Expr> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 2..4).prop_map(Expr::Seq),
             prop::collection::vec(inner.clone(), 2..4).prop_map(Expr::Choice),
-            (inner, 0u32..3, prop::option::of(0u32..4)).prop_map(|(e, min, extra)| Expr::repeat(e, min, extra.map(|x| min + x))),
+            (inner, 0u32..3, prop::option::of(0u32..4)).prop_map(|(e, min, extra)| Expr::repeat(
+                e,
+                min,
+                extra.map(|x| min + x)
+            )),
         ]
     })
 }
@@ -25,16 +29,14 @@ pub fn expr(rules: usize) -> impl Strategy<Value = Expr> {
 /// A random well-formed grammar with 1 to 4 rules; rule 0 is the root. Grammars that fail to
 /// build (a rule with an empty language) are discarded.
 pub fn grammar() -> impl Strategy<Value = Grammar> {
-    (1usize..5)
-        .prop_flat_map(|n| prop::collection::vec(expr(n), n))
-        .prop_filter_map("grammar must build", |bodies| {
-            let mut b = GrammarBuilder::new();
-            let ids: Vec<_> = (0..bodies.len()).map(|i| b.rule(&format!("r{i}"))).collect();
-            for (id, body) in ids.into_iter().zip(bodies) {
-                b.define(id, body, None).ok()?;
-            }
-            b.build("r0").ok()
-        })
+    (1usize..5).prop_flat_map(|n| prop::collection::vec(expr(n), n)).prop_filter_map("grammar must build", |bodies| {
+        let mut b = GrammarBuilder::new();
+        let ids: Vec<_> = (0..bodies.len()).map(|i| b.rule(&format!("r{i}"))).collect();
+        for (id, body) in ids.into_iter().zip(bodies) {
+            b.define(id, body, None).ok()?;
+        }
+        b.build("r0").ok()
+    })
 }
 
 /// A short random string over the grammar's alphabet.

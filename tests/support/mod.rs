@@ -1,7 +1,7 @@
 //! Shared test helpers: fixtures, the reference recognizer, random grammar strategies.
 
+pub mod fixtures;
 pub mod gen;
+pub mod json_text;
 pub mod reference;
 pub mod small_vocab;
-pub mod fixtures;
-pub mod json_text;

@@ -2,6 +2,7 @@
 //! shell. Exit codes: 0 success (for `check`: accepted and complete), 1 rejected or incomplete,
 //! 2 bad input (malformed grammar, missing file, ...), with the error on stderr.
 
+mod maskbench;
 mod source;
 
 use std::process::ExitCode;
@@ -45,6 +46,8 @@ enum Command {
         #[arg(long)]
         input: Option<std::path::PathBuf>,
     },
+    /// Runs MaskBench files: compile, then check every instance token by token.
+    Maskbench(maskbench::MaskbenchArgs),
     /// Prints the allowed tokens after a prefix: their count, then their ids on one line.
     Mask {
         #[command(flatten)]
@@ -72,12 +75,15 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Check { source, text, input } => {
             let text = match (text, input) {
                 (Some(t), _) => t,
-                (None, Some(path)) => std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+                (None, Some(path)) => {
+                    std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
+                }
                 (None, None) => return Err("give --text or --input".into()),
             };
             check(&source, &text)
         }
         Command::Mask { source, prefix } => mask(&source, &prefix),
+        Command::Maskbench(args) => maskbench::run(&args),
     }
 }
 
@@ -132,7 +138,9 @@ fn check(args: &GrammarArgs, text: &str) -> Result<ExitCode, String> {
             println!(
                 "rejected at token {i} (id {id}, {:?}) after {:?}",
                 String::from_utf8_lossy(vocab.token_bytes(id)),
-                String::from_utf8_lossy(&ids[..i].iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect::<Vec<_>>())
+                String::from_utf8_lossy(
+                    &ids[..i].iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect::<Vec<_>>()
+                )
             );
             return Ok(ExitCode::from(1));
         }

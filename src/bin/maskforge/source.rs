@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use maskforge::tokenizer::{load_embedded_default, load_tokenizer, TextEncoder};
-use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler};
+use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions};
 
 /// Where the grammar and the tokenizer come from.
 #[derive(clap::Args)]
@@ -14,8 +14,18 @@ pub struct GrammarArgs {
     #[arg(long, default_value = "default")]
     pub tokenizer: String,
     /// An EBNF grammar file (XGrammar dialect).
-    #[arg(long, conflicts_with = "builtin_json")]
+    #[arg(long, conflicts_with_all = ["builtin_json", "schema", "regex"])]
     pub grammar: Option<PathBuf>,
+    /// A JSON Schema file.
+    #[arg(long, conflicts_with_all = ["builtin_json", "regex"])]
+    pub schema: Option<PathBuf>,
+    /// JSON Schema options as JSON, e.g. `{"strict_mode": false, "any_whitespace": false}`
+    /// (fields of `JsonSchemaOptions`; missing fields take their defaults).
+    #[arg(long, requires = "schema")]
+    pub schema_options: Option<String>,
+    /// An ECMA-262 regular expression the whole output must match.
+    #[arg(long, conflicts_with = "builtin_json")]
+    pub regex: Option<String>,
     /// The start rule of `--grammar`.
     #[arg(long, default_value = "root")]
     pub root: String,
@@ -33,17 +43,31 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn new(args: &GrammarArgs) -> Result<Self, String> {
-        let loaded = if args.tokenizer == "default" { load_embedded_default() } else { load_tokenizer(&args.tokenizer) };
+        let loaded =
+            if args.tokenizer == "default" { load_embedded_default() } else { load_tokenizer(&args.tokenizer) };
         let (vocab, encoder) = loaded.map_err(|e| e.to_string())?;
         let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
         let t = Instant::now();
-        let grammar = match (&args.grammar, args.builtin_json) {
-            (Some(path), _) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                compiler.compile_grammar_with_root(&text, &args.root).map_err(|e| format!("{}: {e}", path.display()))?
+        let grammar = if let Some(path) = &args.grammar {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            compiler.compile_grammar_with_root(&text, &args.root).map_err(|e| format!("{}: {e}", path.display()))?
+        } else if let Some(path) = &args.schema {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let options: JsonSchemaOptions = match &args.schema_options {
+                Some(o) => serde_json::from_str(o).map_err(|e| format!("--schema-options: {e}"))?,
+                None => JsonSchemaOptions::default(),
+            };
+            let g = compiler.compile_json_schema_str(&text, &options).map_err(|e| format!("{}: {e}", path.display()))?;
+            for r in &g.json_schema_report().expect("compiled from a schema").relaxations {
+                eprintln!("note: not enforced exactly: `{}` at {}: {}", r.keyword, r.pointer, r.detail);
             }
-            (None, true) => compiler.compile_builtin_json_grammar().map_err(|e| e.to_string())?,
-            (None, false) => return Err("give --grammar FILE or --builtin-json".into()),
+            g
+        } else if let Some(pattern) = &args.regex {
+            compiler.compile_regex(pattern).map_err(|e| format!("--regex: {e}"))?
+        } else if args.builtin_json {
+            compiler.compile_builtin_json_grammar().map_err(|e| e.to_string())?
+        } else {
+            return Err("give --grammar FILE, --schema FILE, --regex PATTERN or --builtin-json".into());
         };
         Ok(Loaded { grammar, encoder, compile_ms: t.elapsed().as_secs_f64() * 1e3 })
     }

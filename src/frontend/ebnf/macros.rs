@@ -12,7 +12,8 @@
 //! `true`/`false`, names, and parenthesized tuples of these (which may nest); a `key=value`
 //! argument is named. A trailing comma is allowed in argument lists and tuples.
 //!
-//! No macro is supported yet: every call is a syntax error at the macro's name.
+//! Supported: `Regex("pattern")` (an ECMA-262 pattern, full match; see
+//! [`crate::frontend::regex`]). Other XGrammar macros are a syntax error at the macro's name.
 
 use std::collections::HashSet;
 
@@ -62,8 +63,18 @@ impl<'a> Parser<'a> {
 
     /// The single dispatch point from a macro's name to its meaning.
     fn dispatch_macro(&mut self, name: &str, name_span: Span, args: MacroArgs<'a>) -> Result<Expr, SyntaxError> {
-        let _ = args;
         match name {
+            "Regex" => {
+                let pattern = match (args.positional.as_slice(), args.named.as_slice()) {
+                    ([MacroValue::Str(bytes, span)], []) => match std::str::from_utf8(bytes) {
+                        Ok(p) => (p.to_string(), *span),
+                        Err(_) => return Err(self.error(*span, "the pattern of `Regex` must be UTF-8")),
+                    },
+                    _ => return Err(self.error(args.span, "`Regex` takes one string argument: Regex(\"pattern\")")),
+                };
+                crate::frontend::regex::regex_to_expr(&pattern.0)
+                    .map_err(|e| self.error(pattern.1, format!("in Regex pattern: {}", e.syntax())))
+            }
             name if XGRAMMAR_MACROS.contains(&name) => {
                 Err(self.error(name_span, format!("macro `{name}` is not supported yet")))
             }

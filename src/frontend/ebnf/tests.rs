@@ -378,7 +378,12 @@ fn error_macros() {
         err("root ::= TagDispatch((\"<a>\", a), loop_after_dispatch=false)"),
         e(1, 10, "macro `TagDispatch` is not supported yet")
     );
-    assert_eq!(err("root ::= Regex(\"[a-z]+\")*"), e(1, 10, "macro `Regex` is not supported yet"));
+    // `Regex` is supported: a pattern error is reported at the argument.
+    assert!(parse_ebnf("root ::= Regex(\"[a-z]+\")* \"!\"", "root").is_ok());
+    let (line, column, msg) = err("root ::= Regex(\"(a)\\\\1\")");
+    assert_eq!((line, column), (1, 16));
+    assert!(msg.starts_with("in Regex pattern: 1:4: backreference cannot be enforced"), "{msg}");
+    assert_eq!(err("root ::= Regex(\"a\", 1)"), e(1, 15, "`Regex` takes one string argument: Regex(\"pattern\")"));
     assert_eq!(err("root ::= Token()"), e(1, 10, "macro `Token` is not supported yet"));
     // Argument syntax is checked before the macro is looked up.
     assert_eq!(

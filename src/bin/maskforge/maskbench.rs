@@ -1,0 +1,130 @@
+//! `maskforge maskbench`: runs MaskBench files (see `maskforge::maskbench`), single-threaded,
+//! prints outcome counts and TTFM/TBM percentiles, optionally one JSON line per file and a
+//! summary object.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use maskforge::maskbench::{run_file, summarize, FileResult, MaskBenchConfig};
+use maskforge::tokenizer::load_tokenizer;
+use maskforge::util::stats::Summary;
+use maskforge::{CompilerConfig, GrammarCompiler};
+
+#[derive(clap::Args)]
+pub struct MaskbenchArgs {
+    /// Tokenizer fixture name or `tokenizer.json[.gz]` path.
+    #[arg(long, default_value = "llama3")]
+    tokenizer: String,
+    /// MaskBench files, or folders of them (`*.json`, sorted by name).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Write one JSON object per line per file here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the summary as one JSON object here.
+    #[arg(long)]
+    summary_json: Option<PathBuf>,
+    /// Per-file time limit in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    limit_s: f64,
+    /// Mask computation mode: `jit`, `aot` or a number K of states precomputed. Only `jit`
+    /// exists until the mask cache lands (masks are computed by the exact oracle).
+    #[arg(long, default_value = "jit")]
+    mode: String,
+    /// Check tokens with accept_token only (no masks, no TBM): same verdicts, much faster
+    /// while masks come from the oracle.
+    #[arg(long)]
+    accept_only: bool,
+    /// Treat `format` as an annotation (not enforced).
+    #[arg(long)]
+    no_format: bool,
+}
+
+fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| format!("{}: {e}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            v.sort();
+            out.extend(v);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
+    if args.mode != "jit" {
+        return Err(format!(
+            "--mode {}: only `jit` is available until the mask cache lands (CompilerConfig has no mode yet)",
+            args.mode
+        ));
+    }
+    let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
+    let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+    let mut config = MaskBenchConfig { limit: Duration::from_secs_f64(args.limit_s), masks: !args.accept_only, ..Default::default() };
+    config.options.enforce_format = !args.no_format;
+    let files = files(&args.paths)?;
+    let mut json_out = match &args.json {
+        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?)),
+        None => None,
+    };
+    let progress = std::io::stderr().is_terminal();
+    let mut results: Vec<FileResult> = Vec::with_capacity(files.len());
+    for (i, path) in files.iter().enumerate() {
+        let name = name_of(path);
+        let result = match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+            Ok(file) => run_file(&compiler, &encoder, &name, &file, &config),
+            Err(e) => FileResult {
+                file: name.clone(),
+                outcome: maskforge::maskbench::Outcome::CompileError,
+                ttfm_us: None,
+                tbm_us: Vec::new(),
+                tokens: 0,
+                error: Some(format!("cannot read: {e}")),
+                relaxed: Vec::new(),
+            },
+        };
+        if let Some(out) = json_out.as_mut() {
+            serde_json::to_writer(&mut *out, &result).map_err(|e| e.to_string())?;
+            writeln!(out).map_err(|e| e.to_string())?;
+            out.flush().map_err(|e| e.to_string())?;
+        }
+        results.push(result);
+        if progress {
+            eprint!("\r{}/{} files", i + 1, files.len());
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    let s = summarize(&results);
+    println!(
+        "{} schemas: {} passing, {} compile_error, {} timeout, {} validation_error, {} invalidation_error; {} tokens",
+        s.schemas, s.passing, s.compile_error, s.timeout, s.validation_error, s.invalidation_error, s.tokens
+    );
+    let line = |label: &str, x: &Summary| {
+        println!(
+            "{label} us: avg {:.1} p25 {:.1} p50 {:.1} p75 {:.1} p90 {:.1} p95 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}",
+            x.avg, x.p25, x.p50, x.p75, x.p90, x.p95, x.p99, x.p999, x.max
+        )
+    };
+    line("TTFM", &s.ttfm_us);
+    line("TBM ", &s.tbm_us);
+    if let Some(p) = &args.summary_json {
+        let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+        std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,739 @@
+//! The driver of the JSON Schema front-end: schema kinds, references, combinators, `enum`,
+//! `const`, `type`, and the layout (whitespace) of the generated grammar.
+//!
+//! Every sub-schema lowers to an [`Expr`]; objects and arrays get a rule of their own (so
+//! expression depth stays bounded whatever the schema's nesting), scalars stay inline (one
+//! automaton per rule means fewer rule boundaries and faster masks). An unsatisfiable
+//! sub-schema lowers to the empty choice ("never"); a final pass drops references to rules
+//! whose language turned out empty, so `{"properties": {"x": false}}` simply forbids `x`.
+//! References (`$ref`) become rule references created on first use and defined from a
+//! worklist, which handles recursion and keeps the walk's stack depth equal to the schema's
+//! literal nesting.
+
+use serde_json::{Map, Value};
+
+use super::merge::{self, ANNOTATIONS};
+use super::validate::{self, Verdict};
+use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
+use crate::grammar::{Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
+use crate::util::hash::{FastMap, FastSet};
+
+/// The empty language.
+pub(super) fn never() -> Expr {
+    Expr::Choice(Vec::new())
+}
+
+pub(super) fn is_never(e: &Expr) -> bool {
+    matches!(e, Expr::Choice(v) if v.is_empty())
+}
+
+/// A sequence that is "never" as soon as one item is.
+pub(super) fn seq(items: Vec<Expr>) -> Expr {
+    if items.iter().any(is_never) {
+        return never();
+    }
+    Expr::Seq(items)
+}
+
+/// A choice without its "never" alternatives.
+pub(super) fn choice(alts: Vec<Expr>) -> Expr {
+    let mut alts: Vec<Expr> = alts.into_iter().filter(|a| !is_never(a)).collect();
+    if alts.len() == 1 {
+        return alts.pop().unwrap();
+    }
+    Expr::Choice(alts)
+}
+
+/// The JSON types, in a fixed order.
+pub(super) const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
+
+/// Whitespace and separators of the output.
+#[derive(Clone, Debug)]
+pub(super) struct Layout {
+    ws: Option<Expr>,
+    item_sep: String,
+    key_sep: String,
+    indent: Option<u32>,
+}
+
+impl Layout {
+    fn new(o: &JsonSchemaOptions) -> Layout {
+        if o.any_whitespace {
+            let ws = Expr::repeat(Expr::class([(9, 10), (13, 13), (32, 32)], false), 0, o.max_whitespace_cnt);
+            return Layout { ws: Some(ws), item_sep: ",".into(), key_sep: ":".into(), indent: None };
+        }
+        let (item_sep, key_sep) = match &o.separators {
+            Some((a, b)) => (a.clone(), b.clone()),
+            None if o.indent.is_some() => (",".into(), ": ".into()),
+            None => (", ".into(), ": ".into()),
+        };
+        Layout { ws: None, item_sep, key_sep, indent: o.indent }
+    }
+    /// Whitespace allowed between tokens (empty for exact layouts).
+    pub(super) fn ws(&self) -> Expr {
+        self.ws.clone().unwrap_or(Expr::Empty)
+    }
+    fn newline(&self, level: u32) -> Expr {
+        match self.indent {
+            Some(n) => Expr::literal(format!("\n{}", " ".repeat((n * level) as usize))),
+            None => Expr::Empty,
+        }
+    }
+    /// Between two members or items of a container at `level`.
+    pub(super) fn comma(&self, level: u32) -> Expr {
+        Expr::Seq(vec![self.ws(), Expr::literal(&self.item_sep), self.ws(), self.newline(level + 1)])
+    }
+    /// Between a key and its value.
+    pub(super) fn colon(&self) -> Expr {
+        Expr::Seq(vec![self.ws(), Expr::literal(&self.key_sep), self.ws()])
+    }
+    /// An opening bracket and what may follow it in a non-empty container at `level`.
+    pub(super) fn open(&self, bracket: &str, level: u32) -> Expr {
+        Expr::Seq(vec![Expr::literal(bracket), self.ws(), self.newline(level + 1)])
+    }
+    /// What precedes the closing bracket of a non-empty container at `level`.
+    pub(super) fn close(&self, bracket: &str, level: u32) -> Expr {
+        Expr::Seq(vec![self.ws(), self.newline(level), Expr::literal(bracket)])
+    }
+    /// An empty container.
+    pub(super) fn empty(&self, open: &str, close: &str) -> Expr {
+        Expr::Seq(vec![Expr::literal(open), self.ws(), Expr::literal(close)])
+    }
+    /// The level used to key shared rules: layouts without indentation do not depend on it.
+    fn key_level(&self, level: u32) -> u32 {
+        if self.indent.is_some() {
+            level
+        } else {
+            0
+        }
+    }
+}
+
+/// The deepest indentation level rules are generated for with `indent`; deeper generic values
+/// are written on one line.
+const MAX_INDENT_LEVEL: u32 = 64;
+
+pub(super) struct Lowerer<'a> {
+    pub(super) root: &'a Value,
+    pub(super) opts: &'a JsonSchemaOptions,
+    pub(super) layout: Layout,
+    names: Vec<String>,
+    bodies: Vec<Option<Expr>>,
+    refs: FastMap<(String, u32), RuleId>,
+    pending: Vec<(RuleId, String, u32)>,
+    any_rules: FastMap<u32, RuleId>,
+    shared: FastMap<&'static str, RuleId>,
+    report: Vec<Relaxation>,
+    reported: FastSet<Relaxation>,
+    depth: usize,
+    schemas: usize,
+}
+
+impl<'a> Lowerer<'a> {
+    pub(super) fn run(
+        root: &'a Value,
+        opts: &'a JsonSchemaOptions,
+    ) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
+        let mut l = Lowerer {
+            root,
+            opts,
+            layout: Layout::new(opts),
+            names: Vec::new(),
+            bodies: Vec::new(),
+            refs: FastMap::default(),
+            pending: Vec::new(),
+            any_rules: FastMap::default(),
+            shared: FastMap::default(),
+            report: Vec::new(),
+            reported: FastSet::default(),
+            depth: 0,
+            schemas: 0,
+        };
+        let root_rule = l.new_rule("root");
+        let body = l.schema(root, "#", 0)?;
+        let ws = l.layout.ws();
+        l.bodies[root_rule.index()] = Some(seq(vec![ws.clone(), body, ws]));
+        while let Some((rule, ptr, level)) = l.pending.pop() {
+            let target = l.resolve(&ptr, &ptr)?;
+            let body = l.schema(target, &ptr, level)?;
+            l.bodies[rule.index()] = Some(body);
+        }
+        let grammar = l.finish()?;
+        Ok((grammar, JsonSchemaReport { relaxations: l.report }))
+    }
+
+    pub(super) fn new_rule(&mut self, prefix: &str) -> RuleId {
+        let id = RuleId::new(self.names.len());
+        self.names.push(format!("{prefix}_{}", self.names.len()));
+        self.bodies.push(None);
+        id
+    }
+
+    /// Defines a rule created with [`Lowerer::new_rule`].
+    pub(super) fn define(&mut self, id: RuleId, body: Expr) {
+        self.bodies[id.index()] = Some(body);
+    }
+
+    /// A fresh rule with `body`, or `body` itself when it is "never".
+    pub(super) fn rule_for(&mut self, prefix: &str, body: Expr) -> Result<Expr, SchemaError> {
+        if is_never(&body) {
+            return Ok(body);
+        }
+        if self.names.len() >= self.opts.limits.max_rules {
+            return Err(SchemaError::new(
+                "#",
+                SchemaErrorKind::TooLarge(format!("more than {} rules", self.opts.limits.max_rules)),
+            ));
+        }
+        let id = self.new_rule(prefix);
+        self.define(id, body);
+        Ok(Expr::Rule(id))
+    }
+
+    /// Drops rules whose language is empty (replacing references to them by "never"), then
+    /// builds the grammar.
+    fn finish(&mut self) -> Result<Grammar, SchemaError> {
+        let n = self.bodies.len();
+        let bodies: Vec<Expr> = self.bodies.iter().map(|b| b.clone().expect("every rule is defined")).collect();
+        let mut productive = vec![false; n];
+        loop {
+            let mut changed = false;
+            for r in 0..n {
+                if !productive[r] && is_productive(&bodies[r], &productive) {
+                    productive[r] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if !productive[0] {
+            return Err(SchemaError::new(
+                "#",
+                SchemaErrorKind::Unsatisfiable("no JSON value satisfies the schema".into()),
+            ));
+        }
+        let limits = GrammarLimits { max_rules: self.opts.limits.max_rules.max(16), ..GrammarLimits::default() };
+        let mut b = GrammarBuilder::with_limits(limits);
+        let ids: Vec<RuleId> = self.names.iter().map(|name| b.rule(name)).collect();
+        for r in 0..n {
+            if productive[r] {
+                let body = prune(&bodies[r], &productive);
+                b.define(ids[r], body, None).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
+            } else {
+                b.define(ids[r], Expr::literal("never"), None)
+                    .map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
+            }
+        }
+        b.build(&self.names[0]).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))
+    }
+
+    /// Records a relaxation, or fails with `strict_keywords`.
+    pub(super) fn relax(&mut self, keyword: &str, ptr: &str, detail: impl Into<String>) -> Result<(), SchemaError> {
+        let detail = detail.into();
+        if self.opts.strict_keywords {
+            return Err(SchemaError::new(ptr, SchemaErrorKind::Unsupported { keyword: keyword.into(), detail }));
+        }
+        let r = Relaxation {
+            keyword: keyword.into(),
+            pointer: if ptr.is_empty() { "#".into() } else { ptr.into() },
+            detail,
+        };
+        if self.reported.insert(r.clone()) {
+            self.report.push(r);
+        }
+        Ok(())
+    }
+
+    pub(super) fn invalid(ptr: &str, msg: impl Into<String>) -> SchemaError {
+        SchemaError::new(ptr, SchemaErrorKind::Invalid(msg.into()))
+    }
+
+    /// Resolves a `$ref` value (`#`, `#/json/pointer`, `base#/pointer` where `base` is this
+    /// document) to the sub-schema it names.
+    pub(super) fn resolve(&self, reference: &str, ptr: &str) -> Result<&'a Value, SchemaError> {
+        let unresolvable = || SchemaError::new(ptr, SchemaErrorKind::UnresolvableRef(reference.to_string()));
+        let fragment = match reference.find('#') {
+            Some(i) => &reference[i + 1..],
+            None => {
+                // A reference to the document itself by its `$id`.
+                let id = self.root.get("$id").or_else(|| self.root.get("id")).and_then(Value::as_str);
+                return if id.is_some_and(|id| id.trim_end_matches('#') == reference) {
+                    Ok(self.root)
+                } else {
+                    Err(unresolvable())
+                };
+            }
+        };
+        let fragment = percent_decode(fragment);
+        if fragment.is_empty() {
+            return Ok(self.root);
+        }
+        if !fragment.starts_with('/') {
+            // A plain-name fragment: an `$anchor` (or draft-4 `id: "#name"`) in the document.
+            return find_anchor(self.root, &fragment, 0).ok_or_else(unresolvable);
+        }
+        let mut cur = self.root;
+        for seg in fragment[1..].split('/') {
+            let seg = seg.replace("~1", "/").replace("~0", "~");
+            cur = match cur {
+                Value::Object(m) => m.get(&seg).ok_or_else(unresolvable)?,
+                Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)).ok_or_else(unresolvable)?,
+                _ => return Err(unresolvable()),
+            };
+        }
+        Ok(cur)
+    }
+
+    /// The canonical pointer (`#/a/b`) of a reference, used to share its rule.
+    fn ref_key(reference: &str) -> String {
+        match reference.find('#') {
+            Some(i) => format!("#{}", percent_decode(&reference[i + 1..])),
+            None => "#".into(),
+        }
+    }
+
+    /// The rule for the schema a `$ref` names, created on first use.
+    fn ref_rule(&mut self, reference: &str, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        self.resolve(reference, ptr)?;
+        let key = (Self::ref_key(reference), self.layout.key_level(level));
+        if let Some(&id) = self.refs.get(&key) {
+            return Ok(Expr::Rule(id));
+        }
+        if self.names.len() >= self.opts.limits.max_rules {
+            return Err(SchemaError::new(
+                ptr,
+                SchemaErrorKind::TooLarge(format!("more than {} rules", self.opts.limits.max_rules)),
+            ));
+        }
+        let id = self.new_rule("ref");
+        self.refs.insert(key.clone(), id);
+        self.pending.push((id, reference.to_string(), level));
+        Ok(Expr::Rule(id))
+    }
+
+    /// A rule shared by the whole grammar, created on first use.
+    fn shared_rule(&mut self, name: &'static str, body: impl FnOnce(&mut Self) -> Expr) -> Expr {
+        if let Some(&id) = self.shared.get(name) {
+            return Expr::Rule(id);
+        }
+        let id = self.new_rule(name);
+        self.shared.insert(name, id);
+        let b = body(self);
+        self.define(id, b);
+        Expr::Rule(id)
+    }
+
+    /// Any string content (a shared rule).
+    pub(super) fn content_tail(&mut self) -> Expr {
+        self.shared_rule("strtail", |_| Expr::star(super::string::any_json_char()))
+    }
+
+    /// A backslash escape, then any string content (a shared rule).
+    pub(super) fn escape_tail(&mut self) -> Expr {
+        self.shared_rule("esctail", |l| {
+            let tail = l.content_tail();
+            Expr::Seq(vec![super::string::any_escape(), tail])
+        })
+    }
+
+    /// The rule matching any JSON value at `level`.
+    pub(super) fn any(&mut self, level: u32) -> Expr {
+        let level = if self.layout.indent.is_some() { level.min(MAX_INDENT_LEVEL) } else { 0 };
+        if let Some(&id) = self.any_rules.get(&level) {
+            return Expr::Rule(id);
+        }
+        let id = self.new_rule("any");
+        self.any_rules.insert(level, id);
+        let next =
+            if level < MAX_INDENT_LEVEL && self.layout.indent.is_some() { self.any(level + 1) } else { Expr::Rule(id) };
+        let body = value::any_value(&self.layout, level, next);
+        self.define(id, body);
+        Expr::Rule(id)
+    }
+
+    /// Lowers the sub-schema `s` found at `ptr`, for a value at nesting `level`.
+    pub(super) fn schema(&mut self, s: &'a Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        self.schema_value(s, ptr, level)
+    }
+
+    /// As [`Lowerer::schema`] for a schema that may not live in the document (a merge result).
+    pub(super) fn schema_value(&mut self, s: &Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        self.depth += 1;
+        self.schemas += 1;
+        if self.depth > self.opts.limits.max_depth {
+            self.depth -= 1;
+            return Err(SchemaError::new(
+                ptr,
+                SchemaErrorKind::TooLarge(format!("nesting deeper than {}", self.opts.limits.max_depth)),
+            ));
+        }
+        if self.schemas > self.opts.limits.max_schemas {
+            self.depth -= 1;
+            return Err(SchemaError::new(
+                ptr,
+                SchemaErrorKind::TooLarge(format!("more than {} sub-schemas", self.opts.limits.max_schemas)),
+            ));
+        }
+        let r = match s {
+            Value::Bool(true) => Ok(self.any(level)),
+            Value::Bool(false) => Ok(never()),
+            Value::Object(m) => self.object_schema(m, ptr, level),
+            _ => Err(Self::invalid(ptr, "a schema must be an object or a boolean")),
+        };
+        self.depth -= 1;
+        r
+    }
+
+    fn object_schema(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        let normalized;
+        let m = if needs_normalize(m) {
+            let mut n = m.clone();
+            merge::normalize(&mut n);
+            normalized = n;
+            &normalized
+        } else {
+            m
+        };
+        let constraints = m.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()) && k != "$ref");
+        if let Some(r) = m.get("$ref") {
+            let Some(reference) = r.as_str() else { return Err(Self::invalid(ptr, "`$ref` must be a string")) };
+            if !constraints {
+                return self.ref_rule(reference, ptr, level);
+            }
+        }
+        if m.contains_key("$ref") || m.contains_key("allOf") {
+            let merged = merge::flatten(self, m, ptr)?;
+            return self.schema_value(&merged, ptr, level);
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(branches) = m.get(key) {
+                return self.any_of(m, key, branches, ptr, level);
+            }
+        }
+        self.simple(m, ptr, level)
+    }
+
+    /// `anyOf` / `oneOf`: one alternative per branch, each intersected with the sibling
+    /// keywords (so `{"required": ["a"], "anyOf": [...]}` keeps `required` in every branch).
+    fn any_of(
+        &mut self,
+        m: &Map<String, Value>,
+        key: &str,
+        branches: &Value,
+        ptr: &str,
+        level: u32,
+    ) -> Result<Expr, SchemaError> {
+        let Some(branches) = branches.as_array() else {
+            return Err(Self::invalid(ptr, format!("`{key}` must be an array")));
+        };
+        let mut base = m.clone();
+        base.remove(key);
+        let has_siblings = base.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()));
+        if key == "oneOf" && branches.len() > 1 && !merge::provably_disjoint(self, branches, ptr) {
+            self.relax(
+                "oneOf",
+                ptr,
+                "branches are not provably disjoint: enforced as anyOf (an instance may match several)",
+            )?;
+        }
+        let mut alts = Vec::with_capacity(branches.len());
+        for (i, b) in branches.iter().enumerate() {
+            let bptr = format!("{ptr}/{key}/{i}");
+            let e = if has_siblings {
+                let merged = merge::merge_pair(self, &Value::Object(base.clone()), b, &bptr)?;
+                self.schema_value(&merged, &bptr, level)?
+            } else {
+                self.schema_value(b, &bptr, level)?
+            };
+            alts.push(e);
+        }
+        Ok(choice(alts))
+    }
+
+    /// A schema without `$ref`, `allOf`, `anyOf`, `oneOf`.
+    fn simple(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        let mut types = self.types(m, ptr)?;
+        // `not`: what can be subtracted exactly is; the rest is reported.
+        let mut forbidden_props: Vec<String> = Vec::new();
+        if let Some(not) = m.get("not") {
+            let has_enum = m.contains_key("enum") || m.contains_key("const");
+            match not {
+                Value::Bool(true) => return Ok(never()),
+                Value::Bool(false) => {}
+                Value::Object(n) if !has_enum => {
+                    let keys: Vec<&str> = n.keys().map(String::as_str).filter(|k| !ANNOTATIONS.contains(k)).collect();
+                    if keys.is_empty() {
+                        return Ok(never());
+                    } else if keys == ["type"] {
+                        let not_types = self.types(n, &format!("{ptr}/not"))?;
+                        types.retain(|t| !not_types.contains(t) && !(*t == "integer" && not_types.contains(&"number")));
+                        if types.contains(&"number") && not_types.contains(&"integer") {
+                            self.relax(
+                                "not",
+                                ptr,
+                                "`not: {type: integer}` under `number`: integral numbers are not excluded",
+                            )?;
+                        }
+                    } else if keys == ["required"] && n["required"].as_array().is_some_and(|a| a.len() == 1) {
+                        forbidden_props.push(n["required"][0].as_str().unwrap_or_default().to_string());
+                    } else {
+                        self.relax("not", ptr, "the negated schema is not enforced")?;
+                    }
+                }
+                Value::Object(_) => {} // decided per value by the enum filter
+                _ => return Err(Self::invalid(ptr, "`not` must be a schema")),
+            }
+        }
+        if m.contains_key("enum") || m.contains_key("const") {
+            return self.enumeration(m, ptr, level);
+        }
+        if let Some(if_schema) = m.get("if") {
+            return self.if_then_else(m, if_schema, ptr, level);
+        }
+        let mut alts = Vec::new();
+        for t in TYPES {
+            if !types.contains(&t) || (t == "integer" && types.contains(&"number")) {
+                continue;
+            }
+            let e = match t {
+                "null" => Expr::literal("null"),
+                "boolean" => Expr::Choice(vec![Expr::literal("true"), Expr::literal("false")]),
+                "object" => {
+                    let body = self.object(m, ptr, level, &forbidden_props)?;
+                    self.rule_for("obj", body)?
+                }
+                "array" => {
+                    let body = self.array(m, ptr, level)?;
+                    self.rule_for("arr", body)?
+                }
+                "string" => self.string(m, ptr)?,
+                "number" => self.number(m, ptr, false)?,
+                _ => self.number(m, ptr, true)?,
+            };
+            alts.push(e);
+        }
+        Ok(choice(alts))
+    }
+
+    /// The admitted types from `type` and `nullable` (all of them when `type` is absent).
+    fn types(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<Vec<&'static str>, SchemaError> {
+        let mut types: Vec<&'static str> = match m.get("type") {
+            None => TYPES.to_vec(),
+            Some(Value::String(t)) => {
+                vec![type_name(t).ok_or_else(|| Self::invalid(ptr, format!("unknown type `{t}`")))?]
+            }
+            Some(Value::Array(ts)) => {
+                let mut v = Vec::new();
+                for t in ts {
+                    let t = t
+                        .as_str()
+                        .and_then(type_name)
+                        .ok_or_else(|| Self::invalid(ptr, format!("unknown type `{t}`")))?;
+                    v.push(t);
+                }
+                v
+            }
+            Some(_) => return Err(Self::invalid(ptr, "`type` must be a string or an array of strings")),
+        };
+        if m.get("nullable") == Some(&Value::Bool(true)) && !types.contains(&"null") {
+            types.push("null");
+        }
+        Ok(types)
+    }
+
+    /// `enum` / `const`: the listed values that satisfy the rest of the schema.
+    fn enumeration(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        let mut values: Vec<&Value> = match m.get("enum") {
+            Some(Value::Array(v)) => v.iter().collect(),
+            Some(_) => return Err(Self::invalid(ptr, "`enum` must be an array")),
+            None => vec![&m["const"]],
+        };
+        if let (Some(c), Some(_)) = (m.get("const"), m.get("enum")) {
+            values.retain(|v| validate::json_equal(v, c));
+        }
+        let mut rest = m.clone();
+        rest.remove("enum");
+        rest.remove("const");
+        let rest = Value::Object(rest);
+        let mut alts = Vec::new();
+        for v in values {
+            match validate::validate(self.root, &rest, v, 0) {
+                Verdict::Valid => {}
+                Verdict::Invalid => continue,
+                Verdict::Unknown(kw) => {
+                    self.relax(kw, ptr, "`enum`/`const` values are not checked against this keyword")?;
+                }
+            }
+            alts.push(value::value_expr(&self.layout, v, level));
+        }
+        Ok(choice(alts))
+    }
+
+    /// `if`/`then`/`else` (without `enum`): instances satisfy `if` and `then`, or `else`.
+    fn if_then_else(
+        &mut self,
+        m: &Map<String, Value>,
+        if_schema: &Value,
+        ptr: &str,
+        level: u32,
+    ) -> Result<Expr, SchemaError> {
+        let mut base = m.clone();
+        base.remove("if");
+        let then_s = base.remove("then");
+        let else_s = base.remove("else");
+        let base = Value::Object(base);
+        if then_s.is_none() && else_s.is_none() {
+            return self.schema_value(&base, ptr, level);
+        }
+        let mut then_branch = merge::merge_pair(self, &base, if_schema, &format!("{ptr}/if"))?;
+        if let Some(t) = &then_s {
+            then_branch = merge::merge_pair(self, &then_branch, t, &format!("{ptr}/then"))?;
+        }
+        let else_branch = match &else_s {
+            Some(e) => merge::merge_pair(self, &base, e, &format!("{ptr}/else"))?,
+            None => base.clone(),
+        };
+        self.relax(
+            "if",
+            ptr,
+            "the `else` branch does not check that `if` fails (enforced as anyOf of if+then and else)",
+        )?;
+        let a = self.schema_value(&then_branch, ptr, level)?;
+        let b = self.schema_value(&else_branch, ptr, level)?;
+        Ok(choice(vec![a, b]))
+    }
+
+    /// The JSON pointer of a child keyword.
+    pub(super) fn child(ptr: &str, keyword: &str, key: &str) -> String {
+        format!("{ptr}/{keyword}/{}", pointer_segment(key))
+    }
+}
+
+fn needs_normalize(m: &Map<String, Value>) -> bool {
+    matches!(m.get("exclusiveMinimum"), Some(Value::Bool(_)))
+        || matches!(m.get("exclusiveMaximum"), Some(Value::Bool(_)))
+        || matches!(m.get("items"), Some(Value::Array(_)))
+        || m.contains_key("additionalItems")
+        || m.contains_key("dependencies")
+        || m.contains_key("nullable")
+}
+
+fn type_name(t: &str) -> Option<&'static str> {
+    TYPES.iter().copied().find(|x| *x == t)
+}
+
+fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(v) = hex {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> {
+    if depth > 64 {
+        return None;
+    }
+    match v {
+        Value::Object(m) => {
+            let hit = m.get("$anchor").and_then(Value::as_str) == Some(name)
+                || ["$id", "id"]
+                    .iter()
+                    .any(|k| m.get(*k).and_then(Value::as_str).is_some_and(|id| id.strip_prefix('#') == Some(name)));
+            if hit {
+                return Some(v);
+            }
+            m.values().find_map(|x| find_anchor(x, name, depth + 1))
+        }
+        Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name, depth + 1)),
+        _ => None,
+    }
+}
+
+fn is_productive(e: &Expr, productive: &[bool]) -> bool {
+    match e {
+        Expr::Empty | Expr::Bytes(_) => true,
+        Expr::Class(c) => !c.is_empty(),
+        Expr::Rule(r) => productive[r.index()],
+        Expr::Seq(items) => items.iter().all(|x| is_productive(x, productive)),
+        Expr::Choice(alts) => alts.iter().any(|x| is_productive(x, productive)),
+        Expr::Repeat(r) => r.min == 0 || is_productive(&r.expr, productive),
+    }
+}
+
+/// `e` without its unproductive parts (`e` itself is productive).
+fn prune(e: &Expr, productive: &[bool]) -> Expr {
+    match e {
+        Expr::Seq(items) => Expr::Seq(items.iter().map(|x| prune(x, productive)).collect()),
+        Expr::Choice(alts) => {
+            Expr::Choice(alts.iter().filter(|x| is_productive(x, productive)).map(|x| prune(x, productive)).collect())
+        }
+        Expr::Repeat(r) => {
+            if is_productive(&r.expr, productive) {
+                Expr::repeat(prune(&r.expr, productive), r.min, r.max)
+            } else {
+                Expr::Empty
+            }
+        }
+        e => e.clone(),
+    }
+}
+
+/// Whether `input` matches `e` (no rule references): sets of positions, for unit tests.
+#[cfg(test)]
+pub(super) fn expr_matches(e: &Expr, input: &[u8]) -> bool {
+    fn ends(e: &Expr, from: &[usize], s: &[u8]) -> Vec<usize> {
+        let mut out: Vec<usize> = match e {
+            Expr::Empty => from.to_vec(),
+            Expr::Bytes(b) => from.iter().filter(|&&i| s[i..].starts_with(b)).map(|&i| i + b.len()).collect(),
+            Expr::Class(c) => {
+                let r = c.resolved_ranges();
+                from.iter()
+                    .filter_map(|&i| {
+                        let t = (1..=4).find_map(|k| s.get(i..i + k).and_then(|x| std::str::from_utf8(x).ok()))?;
+                        let ch = t.chars().next()?;
+                        r.iter().any(|&(lo, hi)| lo <= ch as u32 && ch as u32 <= hi).then_some(i + ch.len_utf8())
+                    })
+                    .collect()
+            }
+            Expr::Rule(_) => panic!("rule references are not supported here"),
+            Expr::Seq(items) => items.iter().fold(from.to_vec(), |cur, x| ends(x, &cur, s)),
+            Expr::Choice(alts) => alts.iter().flat_map(|a| ends(a, from, s)).collect(),
+            Expr::Repeat(r) => {
+                let mut cur = from.to_vec();
+                for _ in 0..r.min {
+                    cur = ends(&r.expr, &cur, s);
+                }
+                let mut acc = cur.clone();
+                let mut k = r.min;
+                while r.max.is_none_or(|m| k < m) && !cur.is_empty() {
+                    cur = ends(&r.expr, &cur, s);
+                    cur.retain(|x| !acc.contains(x));
+                    acc.extend(cur.iter().copied());
+                    k += 1;
+                }
+                acc
+            }
+        };
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+    ends(e, &[0], input).contains(&input.len())
+}

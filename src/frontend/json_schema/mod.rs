@@ -1,0 +1,300 @@
+//! The JSON Schema front-end: a schema (`serde_json::Value`) → grammar IR, plus an honest
+//! report of what it could not enforce.
+//!
+//! # What is enforced
+//!
+//! Every keyword the converter meets is either enforced exactly, or *relaxed* — the grammar
+//! accepts a superset of the valid instances there — with an entry in the
+//! [`JsonSchemaReport`] (keyword, JSON pointer, what was relaxed), or, with
+//! [`JsonSchemaOptions::strict_keywords`], rejected with a [`SchemaError`]. Annotations
+//! (`title`, `description`, `default`, `examples`, `$comment`, `$schema`, `$id`, vendor
+//! `x-...` keys, unknown keys) are ignored silently, as are formats the specification does not
+//! define (they are annotations too).
+//!
+//! One file per keyword family:
+//!
+//! * `lower.rs`: the driver — `true`/`false`/`{}`, `type` (single and arrays), `nullable`,
+//!   `$ref` (any JSON pointer into the document, recursion through grammar rules, siblings of
+//!   `$ref` as an intersection), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
+//!   `enum`/`const`;
+//! * `merge.rs`: intersection of schemas (`allOf`, siblings of `$ref`, distribution of
+//!   `anyOf`/`oneOf` over sibling keywords);
+//! * `validate.rs`: a small instance validator, used to filter `enum`/`const` values by the
+//!   other keywords of their schema (which makes `allOf: [{enum}, {not: ...}]` exact);
+//! * `object.rs`: `properties`, `required`, `additionalProperties`, `patternProperties`,
+//!   `propertyNames`, `minProperties`/`maxProperties`, `dependentRequired`,
+//!   `dependentSchemas`, `unevaluatedProperties`;
+//! * `array.rs`: `items`, `prefixItems`, `additionalItems`, `minItems`/`maxItems` (kept as
+//!   repetitions, never unrolled), `contains`/`minContains`/`maxContains`, `uniqueItems`,
+//!   `unevaluatedItems`;
+//! * `string.rs`: string content as JSON characters (escapes allowed), `minLength`/`maxLength`
+//!   in code points, `pattern` (via [`crate::frontend::regex`]), `format` (`format.rs`);
+//! * `number.rs`: `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum` enforced exactly
+//!   by digit-level grammars for integers of any size and for decimals, `multipleOf` for
+//!   integers (and powers of ten for decimals);
+//! * `value.rs`: a JSON value as an expression (for `enum`/`const`) and "any JSON value".
+//!
+//! # Policies
+//!
+//! * **Types**: a schema without `type` admits every type its keywords allow, as the
+//!   specification says (`{"properties": ...}` also accepts a string).
+//! * **Property order** ([`PropertyOrder`]): by default, declared properties appear in the
+//!   order of `properties` (as XGrammar and LLGuidance do), and additional properties may
+//!   appear between them. [`PropertyOrder::Any`] accepts any order while still enforcing
+//!   `required` and forbidding duplicate declared keys (exact up to 8 declared properties;
+//!   beyond that, declared order is used and the report says so).
+//! * **`oneOf`**: exact when the branches are provably disjoint (different JSON types,
+//!   disjoint `const`/`enum` values, or a common required property with disjoint constant
+//!   values); otherwise enforced as `anyOf` and reported.
+//! * **Strings**: a character may be written raw or escaped (`\"`, `\n`, `\u00e9`, surrogate
+//!   pairs); printable ASCII characters other than `"` and `\` are accepted raw only (no model
+//!   and no serializer writes `\u0041`), which rejects a few valid but absurd encodings.
+//! * **Numbers**: an `integer` is written without fraction or exponent (`1.0` is rejected);
+//!   a bounded `number` is written without exponent.
+//! * **`pattern`** is a search, as the specification says: `"abc"` matches `"xxabcxx"`; use
+//!   `^...$` to anchor.
+//!
+//! # Limits
+//!
+//! Untrusted schemas hit a [`SchemaError`] rather than a hang or a stack overflow: nesting
+//! depth, `$ref` chains, `allOf` merge depth and the grammar size are bounded
+//! ([`JsonSchemaLimits`]).
+
+mod array;
+mod format;
+mod lower;
+mod merge;
+mod number;
+mod object;
+mod string;
+mod validate;
+mod value;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::grammar::{Grammar, GrammarError};
+
+pub use number::integer_range_expr;
+
+/// Options of [`json_schema_to_grammar`], compatible with XGrammar's `compile_json_schema`.
+///
+/// Deserializable from JSON with unknown fields rejected; missing fields take their defaults.
+///
+/// # Example
+/// ```
+/// use maskforge::frontend::json_schema::JsonSchemaOptions;
+/// let o: JsonSchemaOptions = serde_json::from_str(r#"{"strict_mode": false, "max_whitespace_cnt": 4}"#)?;
+/// assert!(o.any_whitespace && !o.strict_mode && o.max_whitespace_cnt == Some(4));
+/// assert!(serde_json::from_str::<JsonSchemaOptions>(r#"{"strictmode": false}"#).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JsonSchemaOptions {
+    /// Any JSON whitespace between tokens (and around the value). Default `true`. When
+    /// `false`, the layout is exact: [`JsonSchemaOptions::separators`] and
+    /// [`JsonSchemaOptions::indent`].
+    pub any_whitespace: bool,
+    /// XGrammar's strict mode: an absent `additionalProperties` / `unevaluatedProperties`
+    /// means `false`, and an absent `items` after `prefixItems` means no extra items. Default
+    /// `true` (as XGrammar); the JSON Schema specification corresponds to `false`.
+    pub strict_mode: bool,
+    /// With `any_whitespace: false`: indent nested members by this many spaces, one per line
+    /// (`None`: everything on one line).
+    pub indent: Option<u32>,
+    /// With `any_whitespace: false`: the item and key separators. Default: `(",", ": ")` with
+    /// an indent, `(", ", ": ")` without (XGrammar's defaults).
+    pub separators: Option<(String, String)>,
+    /// With `any_whitespace: true`: the longest run of whitespace between two tokens, so a
+    /// model cannot emit whitespace until the token limit. `None`: unbounded.
+    pub max_whitespace_cnt: Option<u32>,
+    /// The order of declared properties.
+    pub property_order: PropertyOrder,
+    /// When `true`, a keyword that cannot be enforced exactly is an error instead of a
+    /// relaxation in the report. Default `false`.
+    pub strict_keywords: bool,
+    /// Enforce `format` (default `true`). When `false`, `format` is an annotation, as in the
+    /// JSON Schema 2020-12 default vocabulary.
+    pub enforce_format: bool,
+    /// Size and depth limits for untrusted schemas.
+    pub limits: JsonSchemaLimits,
+}
+
+impl Default for JsonSchemaOptions {
+    fn default() -> Self {
+        JsonSchemaOptions {
+            any_whitespace: true,
+            strict_mode: true,
+            indent: None,
+            separators: None,
+            max_whitespace_cnt: None,
+            property_order: PropertyOrder::Declared,
+            strict_keywords: false,
+            enforce_format: true,
+            limits: JsonSchemaLimits::default(),
+        }
+    }
+}
+
+impl JsonSchemaOptions {
+    /// The configuration that follows the JSON Schema specification (what MaskBench scores):
+    /// strict mode off, any whitespace.
+    pub fn spec_compliant() -> Self {
+        JsonSchemaOptions { strict_mode: false, ..Self::default() }
+    }
+}
+
+/// The order in which an object's declared properties may appear.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PropertyOrder {
+    /// The order of `properties` in the schema; additional properties may appear anywhere.
+    #[default]
+    Declared,
+    /// Any order; `required` is enforced and declared keys appear at most once.
+    Any,
+}
+
+/// Limits for untrusted schemas; exceeding one is a [`SchemaError`] (`TooLarge`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JsonSchemaLimits {
+    /// The deepest nesting of sub-schemas walked at once (default 256; serde_json itself
+    /// stops parsing at 128 levels of JSON).
+    pub max_depth: usize,
+    /// The most grammar rules (default 200,000).
+    pub max_rules: usize,
+    /// The most sub-schemas lowered in total (default 500,000), which bounds the work done
+    /// for `anyOf` distribution and `allOf` merging.
+    pub max_schemas: usize,
+}
+
+impl Default for JsonSchemaLimits {
+    fn default() -> Self {
+        JsonSchemaLimits { max_depth: 256, max_rules: 200_000, max_schemas: 500_000 }
+    }
+}
+
+/// One keyword (at one place) that the grammar does not enforce exactly: the grammar accepts
+/// some instances the schema rejects there.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Relaxation {
+    /// The keyword (`uniqueItems`, `not`, `oneOf`, ...).
+    pub keyword: String,
+    /// The JSON pointer of the schema holding the keyword (`#/properties/tags`).
+    pub pointer: String,
+    /// What is not enforced.
+    pub detail: String,
+}
+
+/// The coverage report of one schema: every relaxation, in the order met.
+///
+/// A serving engine can refuse a schema whose report is not empty, log it, or tell the user
+/// which constraints the output may violate.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JsonSchemaReport {
+    /// The relaxations (deduplicated).
+    pub relaxations: Vec<Relaxation>,
+}
+
+impl JsonSchemaReport {
+    /// Whether every keyword is enforced exactly.
+    pub fn is_exact(&self) -> bool {
+        self.relaxations.is_empty()
+    }
+    /// The distinct keywords that were relaxed, sorted.
+    pub fn relaxed_keywords(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.relaxations.iter().map(|r| r.keyword.as_str()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+/// Why a schema could not be converted; carries the JSON pointer of the offending part.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{pointer}: {kind}")]
+pub struct SchemaError {
+    kind: SchemaErrorKind,
+    pointer: String,
+}
+
+/// The kinds of [`SchemaError`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaErrorKind {
+    /// The schema (or a keyword's value) is malformed.
+    #[error("invalid schema: {0}")]
+    Invalid(String),
+    /// A `$ref` that cannot be resolved (external, or a pointer to nothing).
+    #[error("unresolvable $ref `{0}`")]
+    UnresolvableRef(String),
+    /// No instance can satisfy the schema.
+    #[error("the schema is unsatisfiable: {0}")]
+    Unsatisfiable(String),
+    /// With `strict_keywords`: a keyword that cannot be enforced exactly.
+    #[error("keyword `{keyword}` cannot be enforced exactly: {detail}")]
+    Unsupported {
+        /// The keyword.
+        keyword: String,
+        /// Why.
+        detail: String,
+    },
+    /// A limit of [`JsonSchemaLimits`] was exceeded.
+    #[error("schema too large: {0}")]
+    TooLarge(String),
+    /// The generated grammar is malformed (a bug) or too large.
+    #[error(transparent)]
+    Grammar(GrammarError),
+}
+
+impl SchemaError {
+    pub(crate) fn new(pointer: &str, kind: SchemaErrorKind) -> Self {
+        SchemaError { kind, pointer: if pointer.is_empty() { "#".into() } else { pointer.to_string() } }
+    }
+    pub(crate) fn not_json(e: &serde_json::Error) -> Self {
+        SchemaError::new("#", SchemaErrorKind::Invalid(format!("not JSON: {e}")))
+    }
+    /// What is wrong.
+    pub fn kind(&self) -> &SchemaErrorKind {
+        &self.kind
+    }
+    /// The JSON pointer (`#/properties/a`) of the offending sub-schema.
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+}
+
+/// Converts a JSON Schema into a grammar whose language is the JSON texts of the schema's
+/// instances (as far as the report says), laid out as the options say.
+///
+/// # Errors
+/// [`SchemaError`] for malformed or unsatisfiable schemas, unresolvable references, limits,
+/// and (with `strict_keywords`) keywords that cannot be enforced exactly.
+///
+/// # Example
+/// ```
+/// use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+/// let schema = serde_json::json!({
+///     "type": "object",
+///     "properties": {"age": {"type": "integer", "minimum": 18}, "tags": {"type": "array", "uniqueItems": true}},
+///     "required": ["age"]
+/// });
+/// let (grammar, report) = json_schema_to_grammar(&schema, &JsonSchemaOptions::default())?;
+/// assert!(grammar.rules().len() > 1);
+/// assert_eq!(report.relaxed_keywords(), vec!["uniqueItems"]);
+/// assert_eq!(report.relaxations[0].pointer, "#/properties/tags");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn json_schema_to_grammar(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
+    lower::Lowerer::run(schema, options)
+}
+
+/// Escapes a key for a JSON pointer segment (`~` → `~0`, `/` → `~1`).
+pub(crate) fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}

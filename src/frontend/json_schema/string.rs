@@ -1,0 +1,346 @@
+//! Strings: the content of a JSON string as characters, each written raw or escaped;
+//! `minLength`/`maxLength` in code points; `pattern` and `format` through the regex
+//! front-end; keys that differ from a set of names.
+//!
+//! A character class of the decoded string becomes [`json_char`]: the class's characters that
+//! may appear raw (not `"`, `\` or a control character), plus the escapes that decode into the
+//! class: `\"`, `\\`, `\/`, `\b \f \n \r \t`, and `\uXXXX` (four hex digits in either case,
+//! digit-level ranges as for numbers; surrogate pairs for characters beyond the BMP). Printable
+//! ASCII other than `"` and `\` is accepted raw only: `\u0041` for `A` is valid JSON that no
+//! serializer writes, and excluding it keeps the expressions small.
+
+use serde_json::{Map, Value};
+
+use super::format;
+use super::lower::{choice, Lowerer};
+use super::number::fixed_range;
+use super::SchemaError;
+use crate::frontend::regex::{Anchoring, Regex};
+use crate::grammar::{CharClass, Expr, MAX_CODE_POINT};
+
+fn intersect(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for &(alo, ahi) in a {
+        for &(blo, bhi) in b {
+            let (lo, hi) = (alo.max(blo), ahi.min(bhi));
+            if lo <= hi {
+                out.push((lo, hi));
+            }
+        }
+    }
+    CharClass::new(out, false).ranges().to_vec()
+}
+
+fn hex_digit(lo: u8, hi: u8) -> Expr {
+    let mut r = Vec::new();
+    if lo <= 9 {
+        r.push((u32::from(b'0' + lo), u32::from(b'0' + hi.min(9))));
+    }
+    if hi >= 10 {
+        let (a, b) = (lo.max(10) - 10, hi - 10);
+        r.push((u32::from(b'a' + a), u32::from(b'a' + b)));
+        r.push((u32::from(b'A' + a), u32::from(b'A' + b)));
+    }
+    Expr::class(r, false)
+}
+
+fn hex4(v: u32) -> [u8; 4] {
+    [(v >> 12 & 15) as u8, (v >> 8 & 15) as u8, (v >> 4 & 15) as u8, (v & 15) as u8]
+}
+
+/// `\u` + four hex digits with a value in `[lo, hi]` (the leading `\` not included).
+fn u_range(lo: u32, hi: u32) -> Expr {
+    Expr::Seq(vec![Expr::literal("u"), fixed_range(&hex4(lo), &hex4(hi), 15, &hex_digit)])
+}
+
+/// Surrogate-pair escapes (`u` + high, `\u` + low) for code points `lo..=hi` above the BMP.
+fn astral_range(lo: u32, hi: u32) -> Vec<Expr> {
+    let hs = |c: u32| 0xD800 + ((c - 0x10000) >> 10);
+    let ls = |c: u32| 0xDC00 + ((c - 0x10000) & 0x3FF);
+    let pair =
+        |h: (u32, u32), l: (u32, u32)| Expr::Seq(vec![u_range(h.0, h.1), Expr::literal("\\"), u_range(l.0, l.1)]);
+    let (hlo, hhi) = (hs(lo), hs(hi));
+    if hlo == hhi {
+        return vec![pair((hlo, hlo), (ls(lo), ls(hi)))];
+    }
+    let mut out = vec![pair((hlo, hlo), (ls(lo), 0xDFFF))];
+    if hlo + 1 < hhi {
+        out.push(pair((hlo + 1, hhi - 1), (0xDC00, 0xDFFF)));
+    }
+    out.push(pair((hhi, hhi), (0xDC00, ls(hi))));
+    out
+}
+
+const SHORT_ESCAPES: [(u32, u8); 8] =
+    [(0x22, b'"'), (0x5C, b'\\'), (0x2F, b'/'), (0x08, b'b'), (0x0C, b'f'), (0x0A, b'n'), (0x0D, b'r'), (0x09, b't')];
+
+/// The code points accepted in `\u` escapes: all but printable ASCII (other than `"`, `\`).
+const ESCAPABLE: [(u32, u32); 5] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0xD7FF), (0xE000, MAX_CODE_POINT)];
+
+/// `u` + four hex digits of any code point outside printable ASCII (or `"`, `\`); surrogates
+/// are accepted in any combination here, as JSON parsers do.
+fn nonplain_u() -> Expr {
+    let h = || hex_digit(0, 15);
+    Expr::Seq(vec![
+        Expr::literal("u"),
+        Expr::Choice(vec![
+            Expr::Seq(vec![Expr::literal("00"), hex_digit(0, 1), h()]),
+            Expr::literal("0022"),
+            Expr::Seq(vec![Expr::literal("005"), hex_digit(12, 12)]),
+            Expr::Seq(vec![Expr::literal("007"), hex_digit(15, 15)]),
+            Expr::Seq(vec![Expr::literal("00"), hex_digit(8, 15), h()]),
+            Expr::Seq(vec![Expr::literal("0"), hex_digit(1, 15), h(), h()]),
+            Expr::Seq(vec![hex_digit(1, 15), h(), h(), h()]),
+        ]),
+    ])
+}
+
+/// One JSON string character (raw or escaped) whose decoded code point is in `class`.
+pub(super) fn json_char(class: &CharClass) -> Expr {
+    let r = class.resolved_ranges();
+    if r == [(0, MAX_CODE_POINT)] {
+        return any_json_char();
+    }
+    let raw = intersect(&r, &[(0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_CODE_POINT)]);
+    let mut alts = Vec::new();
+    if !raw.is_empty() {
+        alts.push(Expr::class(raw, false));
+    }
+    let mut esc = Vec::new();
+    let letters: Vec<(u32, u32)> = SHORT_ESCAPES
+        .iter()
+        .filter(|(c, _)| r.iter().any(|&(lo, hi)| lo <= *c && *c <= hi))
+        .map(|&(_, l)| (u32::from(l), u32::from(l)))
+        .collect();
+    if !letters.is_empty() {
+        esc.push(Expr::class(letters, false));
+    }
+    let escapable = intersect(&r, &ESCAPABLE);
+    if escapable == ESCAPABLE {
+        // Every character that may be `\u`-escaped: one compact expression.
+        esc.push(nonplain_u());
+    }
+    for (lo, hi) in if escapable == ESCAPABLE { Vec::new() } else { escapable } {
+        if lo <= 0xFFFF {
+            esc.push(u_range(lo, hi.min(0xFFFF)));
+        }
+        if hi >= 0x10000 {
+            esc.extend(astral_range(lo.max(0x10000), hi));
+        }
+    }
+    if !esc.is_empty() {
+        alts.push(Expr::Seq(vec![Expr::literal("\\"), choice(esc)]));
+    }
+    choice(alts)
+}
+
+/// Any JSON string character.
+pub(super) fn any_json_char() -> Expr {
+    Expr::Choice(vec![
+        Expr::class([(0x22, 0x22), (0x5C, 0x5C), (0, 0x1F)], true),
+        Expr::Seq(vec![
+            Expr::literal("\\"),
+            Expr::Choice(vec![
+                Expr::class(SHORT_ESCAPES.iter().map(|&(_, l)| (u32::from(l), u32::from(l))), false),
+                Expr::Seq(vec![Expr::literal("u"), Expr::repeat(hex_digit(0, 15), 4, Some(4))]),
+            ]),
+        ]),
+    ])
+}
+
+/// Any JSON string (with quotes).
+pub(super) fn any_string() -> Expr {
+    Expr::Seq(vec![Expr::literal("\""), Expr::star(any_json_char()), Expr::literal("\"")])
+}
+
+fn is_plain(c: char) -> bool {
+    (' '..='~').contains(&c) && c != '"' && c != '\\'
+}
+
+/// The content of the string `s`: plain characters raw, the others raw or escaped.
+pub(super) fn literal_content(s: &str) -> Expr {
+    let mut items = Vec::new();
+    let mut run = String::new();
+    for c in s.chars() {
+        if is_plain(c) {
+            run.push(c);
+        } else {
+            if !run.is_empty() {
+                items.push(Expr::literal(std::mem::take(&mut run)));
+            }
+            items.push(json_char(&CharClass::new([(c as u32, c as u32)], false)));
+        }
+    }
+    if !run.is_empty() {
+        items.push(Expr::literal(run));
+    }
+    Expr::Seq(items)
+}
+
+/// The string `s` with its quotes.
+pub(super) fn literal_string(s: &str) -> Expr {
+    Expr::Seq(vec![Expr::literal("\""), literal_content(s), Expr::literal("\"")])
+}
+
+/// Longest name [`key_not_in`] handles (the expression's depth grows with it).
+const MAX_EXCLUDED_KEY_CHARS: usize = 200;
+
+/// The content of any string that is none of `names` (as written by [`literal_content`]):
+/// the complement of a trie. `tail` matches any string content, `escape_tail` a backslash
+/// escape then any content (both shared rules, so each trie node costs a few nodes). `None`
+/// when a name is too long.
+pub(super) fn content_not_in(names: &[&str], tail: &Expr, escape_tail: &Expr) -> Option<Expr> {
+    if names.iter().any(|n| n.chars().count() > MAX_EXCLUDED_KEY_CHARS) {
+        return None;
+    }
+    let words: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+    let all: Vec<usize> = (0..words.len()).collect();
+    Some(not_in(&words, &all, 0, tail, escape_tail))
+}
+
+/// Strings that are not among `words[ids]` given their common prefix of length `depth`.
+fn not_in(words: &[Vec<char>], ids: &[usize], depth: usize, tail: &Expr, escape_tail: &Expr) -> Expr {
+    let terminal = ids.iter().any(|&i| words[i].len() == depth);
+    let mut next: Vec<char> = ids.iter().filter_map(|&i| words[i].get(depth).copied()).collect();
+    next.sort_unstable();
+    next.dedup();
+    let mut alts = Vec::new();
+    if !terminal {
+        alts.push(Expr::Empty);
+    }
+    for &c in &next {
+        let sub: Vec<usize> = ids.iter().copied().filter(|&i| words[i].get(depth) == Some(&c)).collect();
+        let head = if is_plain(c) { Expr::literal(c.to_string()) } else { json_char(&CharClass::new([(c as u32, c as u32)], false)) };
+        alts.push(Expr::Seq(vec![head, not_in(words, &sub, depth + 1, tail, escape_tail)]));
+    }
+    let others = CharClass::new(next.iter().map(|&c| (c as u32, c as u32)), true);
+    if next.iter().all(|&c| is_plain(c) && c != '/') {
+        // No escape decodes to a plain character (by policy), so every escape differs.
+        let raw = intersect(&others.resolved_ranges(), &[(0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_CODE_POINT)]);
+        alts.push(Expr::Seq(vec![Expr::class(raw, false), tail.clone()]));
+        alts.push(escape_tail.clone());
+    } else if !others.is_empty() {
+        alts.push(Expr::Seq(vec![json_char(&others), tail.clone()]));
+    }
+    choice(alts)
+}
+
+/// A backslash escape (any), without what follows.
+pub(super) fn any_escape() -> Expr {
+    Expr::Seq(vec![
+        Expr::literal("\\"),
+        Expr::Choice(vec![
+            Expr::class(SHORT_ESCAPES.iter().map(|&(_, l)| (u32::from(l), u32::from(l))), false),
+            Expr::Seq(vec![Expr::literal("u"), Expr::repeat(hex_digit(0, 15), 4, Some(4))]),
+        ]),
+    ])
+}
+
+impl Lowerer<'_> {
+    /// A `string` schema.
+    pub(super) fn string(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<Expr, SchemaError> {
+        let bound = |k: &str| -> Result<Option<u32>, SchemaError> {
+            match m.get(k) {
+                None => Ok(None),
+                Some(v) => match v.as_f64() {
+                    Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(f.min(f64::from(u32::MAX)) as u32)),
+                    _ => Err(Lowerer::invalid(ptr, format!("`{k}` must be a non-negative integer"))),
+                },
+            }
+        };
+        let min = bound("minLength")?.unwrap_or(0);
+        let max = bound("maxLength")?;
+        if max.is_some_and(|x| x < min) {
+            return Ok(super::lower::never());
+        }
+        let mut content: Option<(Expr, (u32, Option<u32>))> = None;
+        if let Some(p) = m.get("pattern") {
+            let Some(p) = p.as_str() else { return Err(Lowerer::invalid(ptr, "`pattern` must be a string")) };
+            match Regex::parse(p).and_then(|re| {
+                let e = re.to_expr(p, Anchoring::Search, &mut json_char)?;
+                Ok((e, re.length_bounds()))
+            }) {
+                Ok((e, (lmin, lmax))) => {
+                    // A search admits any text around an unanchored match.
+                    let anchored = p.starts_with('^') && p.ends_with('$') && !p.ends_with("\\$");
+                    let bounds = if anchored { (lmin, lmax) } else { (lmin, None) };
+                    content = Some((e, bounds));
+                }
+                Err(err) => self.relax("pattern", ptr, format!("pattern not enforced: {}", err.syntax().message()))?,
+            }
+        }
+        if let Some(f) = m.get("format").and_then(Value::as_str) {
+            if self.opts.enforce_format {
+                if let Some(fp) = format::pattern(f) {
+                    if content.is_some() {
+                        self.relax(
+                            "format",
+                            ptr,
+                            format!("format `{f}` together with pattern: only the pattern is enforced"),
+                        )?;
+                    } else {
+                        let re = Regex::parse(fp).expect("format patterns are valid");
+                        let e =
+                            re.to_expr(fp, Anchoring::FullMatch, &mut json_char).expect("format patterns are anchored");
+                        content = Some((e, re.length_bounds()));
+                    }
+                }
+            }
+        }
+        let content = match content {
+            None => Expr::repeat(any_json_char(), min, max),
+            Some((e, (lmin, lmax))) => {
+                if lmin < min {
+                    self.relax("minLength", ptr, "minLength together with pattern/format is not enforced")?;
+                }
+                if let Some(max) = max {
+                    if lmax.is_none_or(|l| l > max) {
+                        self.relax("maxLength", ptr, "maxLength together with pattern/format is not enforced")?;
+                    }
+                }
+                e
+            }
+        };
+        Ok(Expr::Seq(vec![Expr::literal("\""), content, Expr::literal("\"")]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lower::expr_matches;
+    use super::*;
+
+    fn quoted(e: &Expr) -> Expr {
+        Expr::Seq(vec![Expr::literal("\""), e.clone(), Expr::literal("\"")])
+    }
+
+    #[test]
+    fn json_char_accepts_raw_and_escaped_forms() {
+        let c = json_char(&CharClass::new(
+            [('a' as u32, 'z' as u32), ('é' as u32, 'é' as u32), (0x1F600, 0x1F600), (10, 10)],
+            false,
+        ));
+        let one = quoted(&c);
+        for ok in
+            ["\"q\"", "\"é\"", "\"\\u00e9\"", "\"\\u00E9\"", "\"\\n\"", "\"\\u000a\"", "\"😀\"", "\"\\ud83d\\ude00\""]
+        {
+            assert!(expr_matches(&one, ok.as_bytes()), "{ok}");
+        }
+        for bad in ["\"Q\"", "\"\\u00e8\"", "\"\\t\"", "\"\n\"", "\"\\ud83d\\ude01\"", "\"\\\"\""] {
+            assert!(!expr_matches(&one, bad.as_bytes()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys_outside_a_set() {
+        let tail = Expr::star(any_json_char());
+        let esc = Expr::Seq(vec![any_escape(), tail.clone()]);
+        let e = quoted(&content_not_in(&["ab", "a", "b\u{e9}"], &tail, &esc).unwrap());
+        for ok in ["\"\"", "\"abc\"", "\"ba\"", "\"x\"", "\"b\"", "\"b\\u00e8\""] {
+            assert!(expr_matches(&e, ok.as_bytes()), "{ok}");
+        }
+        for bad in ["\"a\"", "\"ab\"", "\"bé\"", "\"b\\u00e9\""] {
+            assert!(!expr_matches(&e, bad.as_bytes()), "{bad}");
+        }
+    }
+}
