@@ -26,7 +26,8 @@
 //! version, the rule kind (plain, or counted with `min` and `max`), the nullable flag, then for
 //! every reachable state in canonical order its finality, its byte edges `(lo, hi, canonical
 //! target)` and its rule edges `(label, canonical target)`, where the label is the referenced
-//! rule's hash, and finally the number of states. Every list is preceded by its length and every
+//! rule's hash, and finally the number of states. (Frozen automata have no epsilon edges, so
+//! Algorithm 1's epsilon case does not arise.) Every list is preceded by its length and every
 //! field has a fixed width, so the encoding decodes uniquely: **equal hash ⇒ equal structure**
 //! (barring a 64-bit collision), where structure means everything the parser can reach from the
 //! rule, referenced rules included, up to renumbering. Rule names and global ids never enter the
@@ -76,7 +77,8 @@
 //! Linear in states + edges (plus sorting the rule edges of each state): one pass for
 //! reachability and the reference graph, one iterative Tarjan pass, one breadth-first encoding
 //! per rule. No recursion anywhere, so deep reference chains from untrusted schemas cannot
-//! overflow the stack.
+//! overflow the stack. A 50-tool grammar from the tool corpus (289 rules, 8,862 states, 12,108
+//! edges) hashes in about 170 µs (median; `cargo bench --bench fsm_hash`).
 
 use xxhash_rust::xxh3::xxh3_64;
 
