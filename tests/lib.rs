@@ -3,6 +3,7 @@
 mod support;
 
 mod ebnf;
+mod fsm_hash;
 mod cache;
 mod cli;
 mod earley;

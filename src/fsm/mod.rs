@@ -21,6 +21,7 @@
 
 mod build;
 mod determinize;
+pub mod hash;
 pub mod lookahead;
 
 pub use build::{build_grammar_fsm, FsmLimits};
