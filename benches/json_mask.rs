@@ -7,8 +7,8 @@
 
 use std::time::Instant;
 
-use maskforge::tokenizer::load_tokenizer;
 use maskforge::cache::MaskCacheMode;
+use maskforge::tokenizer::load_tokenizer;
 use maskforge::util::stats::Summary;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 

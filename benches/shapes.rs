@@ -18,9 +18,14 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    let enum_words: Vec<String> = (0..1000).map(|i| format!("\"option_{i:04}_{}\"", ["red", "green", "blue"][i % 3])).collect();
+    let enum_words: Vec<String> =
+        (0..1000).map(|i| format!("\"option_{i:04}_{}\"", ["red", "green", "blue"][i % 3])).collect();
     vec![
-        Case { name: "deep_arrays_100", grammar: JSON_GRAMMAR_EBNF.into(), input: "[".repeat(100) + "1" + &"]".repeat(100) },
+        Case {
+            name: "deep_arrays_100",
+            grammar: JSON_GRAMMAR_EBNF.into(),
+            input: "[".repeat(100) + "1" + &"]".repeat(100),
+        },
         Case {
             name: "deep_objects_50",
             grammar: JSON_GRAMMAR_EBNF.into(),
@@ -44,14 +49,22 @@ fn cases() -> Vec<Case> {
         Case {
             name: "numbers_500",
             grammar: JSON_GRAMMAR_EBNF.into(),
-            input: format!("[{}]", (0..500).map(|i| format!("{}", (i as f64) * 1.37 - 250.0)).collect::<Vec<_>>().join(", ")),
+            input: format!(
+                "[{}]",
+                (0..500).map(|i| format!("{}", (i as f64) * 1.37 - 250.0)).collect::<Vec<_>>().join(", ")
+            ),
         },
     ]
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let tokenizer = args.iter().position(|a| a == "--tokenizer").and_then(|i| args.get(i + 1)).map(String::as_str).unwrap_or("llama3");
+    let tokenizer = args
+        .iter()
+        .position(|a| a == "--tokenizer")
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+        .unwrap_or("llama3");
     let (vocab, encoder) = load_tokenizer(tokenizer).unwrap_or_else(|e| panic!("{e}"));
     for case in cases() {
         let jit = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());

@@ -60,7 +60,8 @@ proptest! {
 #[test]
 fn counted_repetitions_near_their_bounds() {
     let vocab = vocab("llama2").clone();
-    for src in [r#"root ::= [a-c]{3,40} "!""#, r#"root ::= ("ab" | "c"){20,25}"#, r#"root ::= ([a-z] | " "){0,30} [.]"#] {
+    for src in [r#"root ::= [a-c]{3,40} "!""#, r#"root ::= ("ab" | "c"){20,25}"#, r#"root ::= ([a-z] | " "){0,30} [.]"#]
+    {
         let g = maskforge::parse_ebnf(src, "root").unwrap();
         for mode in MODES {
             let grammar = compile(&g, &vocab, mode, false);
@@ -68,7 +69,13 @@ fn counted_repetitions_near_their_bounds() {
             // Walk to the bound with the shortest allowed token each time, comparing masks.
             for step in 0..60 {
                 let mask = assert_oracle_equal(&mut m, &format!("{src} step {step}")).unwrap();
-                let Some(id) = mask.allowed_ids().filter(|&id| !grammar.vocabulary().token_bytes(id as u32).is_empty()).min_by_key(|&id| (grammar.vocabulary().token_bytes(id as u32).len(), id)) else { break };
+                let Some(id) = mask
+                    .allowed_ids()
+                    .filter(|&id| !grammar.vocabulary().token_bytes(id as u32).is_empty())
+                    .min_by_key(|&id| (grammar.vocabulary().token_bytes(id as u32).len(), id))
+                else {
+                    break;
+                };
                 assert!(m.accept_token(id as u32));
             }
         }
@@ -86,7 +93,9 @@ fn llama3_json_cache_equals_oracle() {
         r#"  {"deep": {"er": {"est": [[[1]], {"k": "v"}]}}}  "#,
     ];
     for mode in MODES {
-        let grammar = GrammarCompiler::new(v.clone(), CompilerConfig::default().cache_mode(mode)).compile_builtin_json_grammar().unwrap();
+        let grammar = GrammarCompiler::new(v.clone(), CompilerConfig::default().cache_mode(mode))
+            .compile_builtin_json_grammar()
+            .unwrap();
         for doc in docs {
             let mut m = GrammarMatcher::new(&grammar);
             for (i, id) in encode("llama3", doc).into_iter().enumerate() {

@@ -24,8 +24,14 @@ use proptest::test_runner::TestRunner;
 
 use crate::support::gen;
 
+/// Automata without rule inlining, so that every rule of the test grammars keeps its own
+/// automaton (inlined rules have none to hash).
+fn no_inline(g: &Grammar) -> Result<GrammarFsm, maskforge::GrammarError> {
+    build_grammar_fsm(g, &FsmLimits { max_inline_states: 0, ..FsmLimits::default() })
+}
+
 fn fsm_of(text: &str) -> GrammarFsm {
-    GrammarFsm::new(&parse_ebnf(text, "root").unwrap()).unwrap()
+    no_inline(&parse_ebnf(text, "root").unwrap()).unwrap()
 }
 
 fn rule(fsm: &GrammarFsm, name: &str) -> u32 {
@@ -412,8 +418,8 @@ fn order_from_keys(n: usize, keys: &[u64]) -> Vec<usize> {
 }
 
 fn both_limits(g: &Grammar) -> [GrammarFsm; 2] {
-    let counted = FsmLimits { max_expanded_repeat: 0, ..FsmLimits::default() };
-    [build_grammar_fsm(g, &FsmLimits::default()).unwrap(), build_grammar_fsm(g, &counted).unwrap()]
+    let counted = FsmLimits { max_expanded_repeat: 0, max_inline_states: 0, ..FsmLimits::default() };
+    [no_inline(g).unwrap(), build_grammar_fsm(g, &counted).unwrap()]
 }
 
 /// A batch strategy: random grammars, each followed by a renamed and reordered copy.
@@ -531,7 +537,7 @@ p ::= "x" q | "y"
 
 #[test]
 fn non_simple_cycles_are_not_hashed_and_do_not_panic() {
-    let json = GrammarFsm::new(&parse_ebnf(JSON_GRAMMAR_EBNF, "root").unwrap()).unwrap();
+    let json = no_inline(&parse_ebnf(JSON_GRAMMAR_EBNF, "root").unwrap()).unwrap();
     let h = hash_rules(&json);
     for name in ["root", "value", "object", "member", "array"] {
         assert_eq!(h.rule_hash(rule(&json, name)), None, "{name}");
@@ -645,8 +651,8 @@ proptest! {
     #[test]
     fn rotated_simple_cycles_match(members in cycle(), first in 0usize..4, entry in 0usize..4, root_first in any::<bool>()) {
         let k = members.len();
-        let g1 = GrammarFsm::new(&cycle_grammar(&members, 0, 0, "m", true)).unwrap();
-        let g2 = GrammarFsm::new(&cycle_grammar(&members, first % k, entry % k, "other", root_first)).unwrap();
+        let g1 = no_inline(&cycle_grammar(&members, 0, 0, "m", true)).unwrap();
+        let g2 = no_inline(&cycle_grammar(&members, first % k, entry % k, "other", root_first)).unwrap();
         let (h1, h2) = (hash_rules(&g1), hash_rules(&g2));
         for i in 0..k {
             let (a, b) = (rule(&g1, &format!("m{i}")), rule(&g2, &format!("other{i}")));

@@ -64,7 +64,8 @@ fn layers_only_import_downwards() {
         for f in files {
             for (n, line) in code_lines(&f) {
                 for other in MODULES {
-                    let named = line.contains(&format!("crate::{other}::")) || line.contains(&format!("crate::{other};"));
+                    let named =
+                        line.contains(&format!("crate::{other}::")) || line.contains(&format!("crate::{other};"));
                     if named && !allowed.contains(other) {
                         violations.push(format!("{}:{n}: `{module}` names `crate::{other}`", f.display()));
                     }

@@ -2,11 +2,11 @@
 
 mod support;
 
-mod ebnf;
-mod fsm_hash;
 mod cache;
 mod cli;
 mod earley;
+mod ebnf;
+mod fsm_hash;
 mod json_builtin;
 mod layering;
 mod matcher;

@@ -121,12 +121,15 @@ fn llama3_json_mask_equals_brute_force() {
     assert_eq!(mask, brute_force_mask(&mut m));
     // Only whitespace and the stop token can follow a complete document.
     assert!(mask.get(m.stop_token_ids()[0] as usize));
-    assert!(mask.allowed_ids().all(|id| m.stop_token_ids().contains(&(id as u32)) || grammar.vocabulary().token_bytes(id as u32).iter().all(|b| b" \t\n\r".contains(b))));
+    assert!(mask.allowed_ids().all(|id| m.stop_token_ids().contains(&(id as u32))
+        || grammar.vocabulary().token_bytes(id as u32).iter().all(|b| b" \t\n\r".contains(b))));
 }
 
 #[test]
 fn rollback_errors_and_invalid_ids() {
-    let grammar = GrammarCompiler::new(small_vocab(), CompilerConfig::default()).compile_grammar(r#"root ::= "ab" "c"*"#).unwrap();
+    let grammar = GrammarCompiler::new(small_vocab(), CompilerConfig::default())
+        .compile_grammar(r#"root ::= "ab" "c"*"#)
+        .unwrap();
     let mut m = GrammarMatcher::with_config(&grammar, maskforge::MatcherConfig::default().max_rollback_tokens(1));
     let id = |s: &str| (0..40u32).find(|&i| grammar.vocabulary().token_bytes(i) == s.as_bytes()).unwrap();
     assert!(m.accept_token(id("ab")) && m.accept_token(id("c")));

@@ -20,7 +20,13 @@ enum Class {
 /// Classifies every normal token of `vocab` for the scannable state `state` seen in its certain
 /// `context` (see [`Parser::isolated`]); `follow` is the set of bytes that may follow the
 /// outermost rule of that context.
-pub fn build_entry(fsm: &Arc<GrammarFsm>, context: &[StateId], follow: &ByteSet, vocab: &Vocabulary, state: StateId) -> MaskEntry {
+pub fn build_entry(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    follow: &ByteSet,
+    vocab: &Vocabulary,
+    state: StateId,
+) -> MaskEntry {
     let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
     let base = parser.byte_len();
     let ids = vocab.sorted_token_ids();
@@ -61,9 +67,7 @@ pub fn build_entry(fsm: &Arc<GrammarFsm>, context: &[StateId], follow: &ByteSet,
         }
         // The byte at `held` cannot be read inside the rule. The token is uncertain when the
         // rule can end after some j in 1..=held bytes and the byte after it can follow the rule.
-        let class = if exits[held] > 0
-            && (1..=held).any(|j| exits[j] > exits[j - 1] && follow.contains(bytes[j]))
-        {
+        let class = if exits[held] > 0 && (1..=held).any(|j| exits[j] > exits[j - 1] && follow.contains(bytes[j])) {
             Class::Uncertain
         } else {
             Class::Rejected

@@ -252,7 +252,8 @@ pub fn reachable_scannable_states(fsm: &GrammarFsm, vocab: &Vocabulary) -> Vec<(
         for &s in &rule_states[r as usize] {
             let edges = fsm.byte_edges(s);
             if !edges.is_empty() {
-                let cost = edges.iter().map(|e| first_byte_tokens[e.lo as usize..=e.hi as usize].iter().sum::<usize>()).sum();
+                let cost =
+                    edges.iter().map(|e| first_byte_tokens[e.lo as usize..=e.hi as usize].iter().sum::<usize>()).sum();
                 out.push((s, cost));
             }
             for e in fsm.rule_edges(s) {

@@ -124,7 +124,9 @@ impl GrammarCompiler {
         let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone());
         let wanted: Vec<_> = match self.config.cache_mode {
             MaskCacheMode::Jit => Vec::new(),
-            MaskCacheMode::Aot => reachable_scannable_states(compiled.fsm(), &self.vocab).into_iter().map(|(s, _)| s).collect(),
+            MaskCacheMode::Aot => {
+                reachable_scannable_states(compiled.fsm(), &self.vocab).into_iter().map(|(s, _)| s).collect()
+            }
             MaskCacheMode::Precompute(k) => {
                 let mut states = reachable_scannable_states(compiled.fsm(), &self.vocab);
                 states.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -276,7 +276,9 @@ impl Parser {
             let info = &fsm.rules()[rule as usize];
             let kind = match info.kind {
                 // Out of context, the count of the start item's repetition is unknown.
-                RuleKind::Counted { .. } if self.isolated && it.origin == 0 => RuleKind::Counted { min: 0, max: u32::MAX },
+                RuleKind::Counted { .. } if self.isolated && it.origin == 0 => {
+                    RuleKind::Counted { min: 0, max: u32::MAX }
+                }
                 kind => kind,
             };
             let is_final = match kind {

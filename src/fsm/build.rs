@@ -111,7 +111,11 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         }
         b.states += fsm.state_len();
         if b.states > limits.max_total_states {
-            return Err(GrammarError::TooLarge { what: "automaton states", actual: b.states, limit: limits.max_total_states });
+            return Err(GrammarError::TooLarge {
+                what: "automaton states",
+                actual: b.states,
+                limit: limits.max_total_states,
+            });
         }
         if built.len() <= r as usize {
             built.resize(r as usize + 1, None);
@@ -331,7 +335,9 @@ fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
         .map(|(i, rule)| {
             let recursive = comp_size[comp[i] as usize] > 1 || refs[i].contains(&i);
             let delimited = match &rule.body {
-                Expr::Seq(items) => matches!((items.first(), items.last()), (Some(Expr::Bytes(_)), Some(Expr::Bytes(_)))),
+                Expr::Seq(items) => {
+                    matches!((items.first(), items.last()), (Some(Expr::Bytes(_)), Some(Expr::Bytes(_))))
+                }
                 _ => false,
             };
             recursive && delimited
@@ -414,7 +420,12 @@ fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Ve
     };
     let mut base = 0u32;
     for (r, fsm) in fsms.iter().enumerate() {
-        g.rules.push(FsmRule { name: names[r].clone(), start: base + fsm.start, kind: kinds[r], nullable: nullable[r] });
+        g.rules.push(FsmRule {
+            name: names[r].clone(),
+            start: base + fsm.start,
+            kind: kinds[r],
+            nullable: nullable[r],
+        });
         for s in 0..fsm.state_len() {
             g.state_rule.push(r as u32);
             g.finals.push(fsm.finals[s]);

@@ -37,9 +37,10 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
         let (below_min, budget) = match fsm.rules()[fsm.rule_of(it.state) as usize].kind {
             // A token of n bytes may loop n times (once before its first byte when the item sits
             // where an iteration can end), and a loop needs `count + 1 < max`.
-            RuleKind::Counted { min, max } => {
-                (it.count < min, if max == u32::MAX { u32::MAX } else { max.saturating_sub(it.count).saturating_sub(1) })
-            }
+            RuleKind::Counted { min, max } => (
+                it.count < min,
+                if max == u32::MAX { u32::MAX } else { max.saturating_sub(it.count).saturating_sub(1) },
+            ),
             RuleKind::Plain => (false, u32::MAX),
         };
         match scratch.states.iter_mut().find(|(s, b, _)| *s == it.state && *b == below_min) {

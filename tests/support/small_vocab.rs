@@ -19,5 +19,11 @@ pub fn small_vocab() -> Vocabulary {
     tokens.extend([vec![0xC3], vec![0xA9], "é".as_bytes().to_vec(), "éa".as_bytes().to_vec()]);
     tokens.push(b"</s>".to_vec());
     let stop = (tokens.len() - 1) as u32;
-    VocabularyBuilder::new().tokens(tokens).special(stop).stop_tokens([stop]).vocab_size(stop as usize + 3).build().unwrap()
+    VocabularyBuilder::new()
+        .tokens(tokens)
+        .special(stop)
+        .stop_tokens([stop])
+        .vocab_size(stop as usize + 3)
+        .build()
+        .unwrap()
 }

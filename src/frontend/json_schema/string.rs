@@ -210,7 +210,11 @@ fn not_in(words: &[Vec<char>], ids: &[usize], depth: usize, tail: &Expr, escape_
     }
     for &c in &next {
         let sub: Vec<usize> = ids.iter().copied().filter(|&i| words[i].get(depth) == Some(&c)).collect();
-        let head = if is_plain(c) { Expr::literal(c.to_string()) } else { json_char(&CharClass::new([(c as u32, c as u32)], false)) };
+        let head = if is_plain(c) {
+            Expr::literal(c.to_string())
+        } else {
+            json_char(&CharClass::new([(c as u32, c as u32)], false))
+        };
         alts.push(Expr::Seq(vec![head, not_in(words, &sub, depth + 1, tail, escape_tail)]));
     }
     let others = CharClass::new(next.iter().map(|&c| (c as u32, c as u32)), true);

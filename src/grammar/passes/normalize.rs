@@ -119,6 +119,9 @@ mod tests {
         let alts: Vec<Expr> = (0..40).map(|i| Expr::literal(format!("{}", i % 13))).collect();
         let want: Vec<Expr> = (0..13).map(|i| Expr::literal(format!("{i}"))).collect();
         assert_eq!(expr(Expr::Choice(alts), "r").unwrap(), Expr::Choice(want));
-        assert!(matches!(expr(Expr::repeat(Expr::literal("x"), 3, Some(2)), "r"), Err(GrammarError::InvalidRepeat { .. })));
+        assert!(matches!(
+            expr(Expr::repeat(Expr::literal("x"), 3, Some(2)), "r"),
+            Err(GrammarError::InvalidRepeat { .. })
+        ));
     }
 }
