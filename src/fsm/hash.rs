@@ -505,6 +505,11 @@ fn least_rotation_and_period(s: &[u64]) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Automata without rule inlining: every test rule keeps its own automaton.
+    fn no_inline(g: &crate::grammar::Grammar) -> GrammarFsm {
+        crate::fsm::build_grammar_fsm(g, &crate::fsm::FsmLimits { max_inline_states: 0, ..Default::default() }).unwrap()
+    }
     use crate::grammar::{Expr, Grammar, GrammarBuilder, RuleId};
 
     fn grammar(rules: &[(&str, Expr)], root: &str) -> GrammarFsm {
@@ -514,7 +519,7 @@ mod tests {
             b.define(id, body.clone(), None).unwrap();
         }
         let g: Grammar = b.build(root).unwrap();
-        GrammarFsm::new(&g).unwrap()
+        no_inline(&g)
     }
 
     fn rule(fsm: &GrammarFsm, name: &str) -> u32 {
@@ -607,7 +612,7 @@ mod tests {
 
     #[test]
     fn counted_bounds_are_hashed() {
-        let limits = crate::fsm::FsmLimits { max_expanded_repeat: 0, ..Default::default() };
+        let limits = crate::fsm::FsmLimits { max_expanded_repeat: 0, max_inline_states: 0, ..Default::default() };
         let build = |min, max| {
             let mut b = GrammarBuilder::new();
             let root = b.rule("root");
@@ -709,7 +714,7 @@ mod tests {
             let body = if i + 1 < n { seq(vec![lit("a"), Expr::Rule(ids[i + 1])]) } else { lit("b") };
             b.define(ids[i], body, None).unwrap();
         }
-        let fsm = GrammarFsm::new(&b.build("r0").unwrap()).unwrap();
+        let fsm = no_inline(&b.build("r0").unwrap());
         let h = hash_rules(&fsm);
         assert_eq!(h.hashed_rule_len(), n);
         // And a cycle through all of them.
@@ -719,7 +724,7 @@ mod tests {
             let body = alt(vec![seq(vec![lit("a"), Expr::Rule(ids[(i + 1) % n])]), lit("b")]);
             b.define(ids[i], body, None).unwrap();
         }
-        let fsm = GrammarFsm::new(&b.build("r0").unwrap()).unwrap();
+        let fsm = no_inline(&b.build("r0").unwrap());
         let h = hash_rules(&fsm);
         // Every member has the same local shape: period 1, so all hash equal.
         assert_eq!(h.hashed_rule_len(), n);
