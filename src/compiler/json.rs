@@ -34,7 +34,8 @@ impl GrammarCompiler {
     /// assert!(grammar.json_schema_report().unwrap().is_exact());
     /// let mut m = GrammarMatcher::new(&grammar);
     /// assert!(m.accept_token(0) && m.accept_token(2) && m.accept_token(3));
-    /// assert!(!m.accept_token(4)); // 1 < minimum
+    /// assert!(m.accept_token(4)); // "1" may still become "12"
+    /// assert!(!m.accept_token(1)); // but 1 < minimum, so `}` cannot follow yet
     /// assert!(m.accept_token(5) && m.accept_token(1) && m.can_terminate());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
