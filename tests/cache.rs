@@ -107,3 +107,37 @@ fn llama3_json_cache_equals_oracle() {
         }
     }
 }
+
+/// JSON Schemas from MaskBench with Llama 3: the cache equals the oracle along valid instances
+/// (compact layout), at every third token and at the end.
+#[test]
+fn llama3_maskbench_schemas_cache_equals_oracle() {
+    use crate::support::fixtures::maskbench_files;
+    use maskforge::frontend::json_schema::JsonSchemaOptions;
+    let v = vocab("llama3").clone();
+    let options: JsonSchemaOptions = serde_json::from_value(serde_json::json!({"strict_mode": false})).unwrap();
+    let mut checked = 0;
+    // Every 50th file: a spread over all categories, deterministic.
+    for (name, file) in maskbench_files().iter().step_by(50) {
+        let Some(test) = file["tests"].as_array().and_then(|t| t.iter().find(|t| t["valid"] == true)) else { continue };
+        let mode = if checked % 2 == 0 { MaskCacheMode::Jit } else { MaskCacheMode::Aot };
+        let compiler = GrammarCompiler::new(v.clone(), CompilerConfig::default().cache_mode(mode));
+        let Ok(grammar) = compiler.compile_json_schema(&file["schema"], &options) else { continue };
+        let ids = encode("llama3", &test["data"].to_string());
+        if ids.len() > 80 {
+            continue;
+        }
+        let mut m = GrammarMatcher::new(&grammar);
+        for (i, &id) in ids.iter().enumerate() {
+            if i % 3 == 0 {
+                assert_oracle_equal(&mut m, &format!("{name} token {i}")).unwrap();
+            }
+            if !m.accept_token(id) {
+                break; // a front-end policy rejection: not what this test checks
+            }
+        }
+        assert_oracle_equal(&mut m, &format!("{name} end")).unwrap();
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} schemas checked");
+}

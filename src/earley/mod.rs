@@ -25,7 +25,8 @@
 use std::sync::Arc;
 
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
-use crate::util::hash::{FastMap, FastSet};
+use crate::util::hash::FastMap;
+use crate::util::small_set::SmallSet;
 
 /// An Earley item.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -73,8 +74,8 @@ pub struct Parser {
     waiting_starts: Vec<u32>,
     accepting: Vec<bool>,
     // Scratch, cleared per set.
-    seen: FastSet<Item>,
-    completed: FastSet<(u32, u32)>,
+    seen: SmallSet<Item>,
+    completed: SmallSet<(u32, u32)>,
     loops: FastMap<(StateId, u32), u32>,
 }
 
@@ -138,8 +139,8 @@ impl Parser {
             waiting: Vec::new(),
             waiting_starts: Vec::new(),
             accepting: Vec::new(),
-            seen: FastSet::default(),
-            completed: FastSet::default(),
+            seen: SmallSet::default(),
+            completed: SmallSet::default(),
             loops: FastMap::default(),
         }
     }
@@ -248,7 +249,9 @@ impl Parser {
         self.accepting.push(false);
         self.seen.clear();
         self.completed.clear();
-        self.loops.clear();
+        if !self.loops.is_empty() {
+            self.loops.clear();
+        }
     }
 
     fn discard_open_set(&mut self) {
@@ -354,7 +357,7 @@ impl Parser {
 }
 
 #[inline]
-fn push_item(seen: &mut FastSet<Item>, items: &mut Vec<Item>, it: Item) {
+fn push_item(seen: &mut SmallSet<Item>, items: &mut Vec<Item>, it: Item) {
     if seen.insert(it) {
         items.push(it);
     }

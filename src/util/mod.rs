@@ -11,6 +11,7 @@ pub mod bitset;
 pub mod byteset;
 pub mod hash;
 pub mod scc;
+pub mod small_set;
 pub mod stats;
 pub mod utf8;
 
