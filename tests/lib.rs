@@ -2,6 +2,8 @@
 
 mod support;
 
+mod alloc;
+
 mod cache;
 mod cli;
 mod earley;

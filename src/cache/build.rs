@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::{AdaptiveTokenMask, MaskEntry};
 use crate::earley::Parser;
 use crate::fsm::{GrammarFsm, StateId};
@@ -27,6 +29,60 @@ pub fn build_entry(
     vocab: &Vocabulary,
     state: StateId,
 ) -> MaskEntry {
+    // Large walks are split into chunks of the sorted vocabulary walked in parallel: a chunk
+    // starts with an empty parser, so any split point is correct, and the chunks' results
+    // concatenate in order. Small walks stay on the calling thread.
+    const CHUNK: usize = 16_384;
+    let n = vocab.sorted_token_ids().len();
+    let first_bytes = first_byte_candidates(fsm, state, vocab);
+    let parts: Vec<Walk> = if first_bytes < 2 * CHUNK {
+        vec![walk(fsm, context, follow, vocab, state, 0..n)]
+    } else {
+        let ranges: Vec<_> = (0..n).step_by(CHUNK).map(|s| s..(s + CHUNK).min(n)).collect();
+        ranges.into_par_iter().map(|r| walk(fsm, context, follow, vocab, state, r)).collect()
+    };
+    let mut all = Walk::default();
+    for p in parts {
+        all.accepted.extend(p.accepted);
+        all.rejected.extend(p.rejected);
+        all.uncertain.extend(p.uncertain);
+    }
+    let Walk { accepted, rejected, uncertain } = all;
+    let accepted = smallest_form(vocab, accepted, rejected);
+    MaskEntry { accepted, uncertain: uncertain.into_boxed_slice() }
+}
+
+/// The classification of a range of the sorted vocabulary.
+#[derive(Default)]
+struct Walk {
+    accepted: Vec<u32>,
+    rejected: Vec<u32>,
+    uncertain: Vec<u32>,
+}
+
+/// How many tokens start with a byte `state` can read (the tokens the walk does not reject at
+/// their first byte): the cost of a walk.
+fn first_byte_candidates(fsm: &GrammarFsm, state: StateId, vocab: &Vocabulary) -> usize {
+    let ids = vocab.sorted_token_ids();
+    fsm.byte_edges(state)
+        .iter()
+        .map(|e| {
+            let lo = ids.partition_point(|&id| vocab.token_bytes(id)[0] < e.lo);
+            let hi = ids.partition_point(|&id| vocab.token_bytes(id)[0] <= e.hi);
+            hi - lo
+        })
+        .sum()
+}
+
+/// Walks the tokens at sorted positions `range` with an isolated parser.
+fn walk(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    follow: &ByteSet,
+    vocab: &Vocabulary,
+    state: StateId,
+    range: std::ops::Range<usize>,
+) -> Walk {
     let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
     let base = parser.byte_len();
     let ids = vocab.sorted_token_ids();
@@ -43,8 +99,8 @@ pub fn build_entry(
         Class::Rejected => rejected.push(ids[pos]),
         Class::Uncertain => uncertain.push(pos as u32),
     };
-    let mut i = 0;
-    while i < ids.len() {
+    let mut i = range.start;
+    while i < range.end {
         let bytes = vocab.token_bytes(ids[i]);
         // Tokens skipped since the last walked one all extend its failed prefix, which is
         // longer than this token's common prefix with them, so `lcp[i]` is also the common
@@ -75,13 +131,12 @@ pub fn build_entry(
         // Every following token that extends `bytes[..=held]` gets the same verdict.
         record(i, class);
         i += 1;
-        while i < ids.len() && lcp[i] as usize > held {
+        while i < range.end && lcp[i] as usize > held {
             record(i, class);
             i += 1;
         }
     }
-    let accepted = smallest_form(vocab, accepted, rejected);
-    MaskEntry { accepted, uncertain: uncertain.into_boxed_slice() }
+    Walk { accepted, rejected, uncertain }
 }
 
 fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>, mut rejected: Vec<u32>) -> AdaptiveTokenMask {
