@@ -63,6 +63,13 @@ struct Waiting {
 #[derive(Clone, Debug)]
 pub struct Parser {
     fsm: Arc<GrammarFsm>,
+    chart: Chart,
+}
+
+/// The item sets and scratch of a [`Parser`], apart from the automata so that the closure can
+/// borrow both at once.
+#[derive(Clone, Debug)]
+struct Chart {
     /// The rule whose completion from origin 0 makes a position accepting: the root, or for
     /// an isolated parser, the start item's rule.
     start_rule: u32,
@@ -96,7 +103,7 @@ impl Parser {
         for &it in items {
             p.add(it);
         }
-        p.close_set();
+        p.chart.close_set(&p.fsm);
         p
     }
 
@@ -122,26 +129,28 @@ impl Parser {
         }
         let mut p = Parser::empty(fsm, child, true);
         p.open_set();
-        p.waiting.extend(waits);
+        p.chart.waiting.extend(waits);
         p.open_set();
         p.add(Item { state, origin: 0, count: 0 });
-        p.close_set();
+        p.chart.close_set(&p.fsm);
         p
     }
 
     fn empty(fsm: Arc<GrammarFsm>, start_rule: u32, isolated: bool) -> Self {
         Parser {
             fsm,
-            start_rule,
-            isolated,
-            items: Vec::new(),
-            set_starts: Vec::new(),
-            waiting: Vec::new(),
-            waiting_starts: Vec::new(),
-            accepting: Vec::new(),
-            seen: SmallSet::default(),
-            completed: SmallSet::default(),
-            loops: FastMap::default(),
+            chart: Chart {
+                start_rule,
+                isolated,
+                items: Vec::new(),
+                set_starts: Vec::new(),
+                waiting: Vec::new(),
+                waiting_starts: Vec::new(),
+                accepting: Vec::new(),
+                seen: SmallSet::default(),
+                completed: SmallSet::default(),
+                loops: FastMap::default(),
+            },
         }
     }
 
@@ -153,33 +162,33 @@ impl Parser {
     /// The number of bytes consumed.
     #[inline]
     pub fn byte_len(&self) -> usize {
-        self.set_starts.len() - 1
+        self.chart.set_starts.len() - 1
     }
 
     /// Whether the input so far is a complete match of the root rule.
     #[inline]
     pub fn is_accepting(&self) -> bool {
-        *self.accepting.last().expect("a parser always has a set")
+        *self.chart.accepting.last().expect("a parser always has a set")
     }
 
     /// Whether the start rule completed from origin 0 after `len` consumed bytes.
     #[inline]
     pub fn is_accepting_at(&self, len: usize) -> bool {
-        self.accepting[len]
+        self.chart.accepting[len]
     }
 
     /// The items of the newest set.
     #[inline]
     pub fn current_items(&self) -> &[Item] {
-        &self.items[*self.set_starts.last().unwrap() as usize..]
+        &self.chart.items[*self.chart.set_starts.last().unwrap() as usize..]
     }
 
     /// Consumes one byte. Returns `false`, leaving the state unchanged, when no item can read it.
     pub fn advance_byte(&mut self, b: u8) -> bool {
-        let cur_start = *self.set_starts.last().unwrap() as usize;
-        let cur_end = self.items.len();
+        let cur_start = *self.chart.set_starts.last().unwrap() as usize;
+        let cur_end = self.chart.items.len();
         self.open_set();
-        let Parser { fsm, items, seen, .. } = self;
+        let (fsm, Chart { items, seen, .. }) = (&self.fsm, &mut self.chart);
         for i in cur_start..cur_end {
             let it = items[i];
             for e in fsm.byte_edges(it.state) {
@@ -190,11 +199,11 @@ impl Parser {
                 }
             }
         }
-        if self.items.len() == cur_end {
+        if self.chart.items.len() == cur_end {
             self.discard_open_set();
             return false;
         }
-        self.close_set();
+        self.chart.close_set(&self.fsm);
         true
     }
 
@@ -217,12 +226,12 @@ impl Parser {
         if n == 0 {
             return;
         }
-        let keep = self.set_starts.len() - n;
-        self.items.truncate(self.set_starts[keep] as usize);
-        self.set_starts.truncate(keep);
-        self.waiting.truncate(self.waiting_starts[keep] as usize);
-        self.waiting_starts.truncate(keep);
-        self.accepting.truncate(keep);
+        let keep = self.chart.set_starts.len() - n;
+        self.chart.items.truncate(self.chart.set_starts[keep] as usize);
+        self.chart.set_starts.truncate(keep);
+        self.chart.waiting.truncate(self.chart.waiting_starts[keep] as usize);
+        self.chart.waiting_starts.truncate(keep);
+        self.chart.accepting.truncate(keep);
     }
 
     /// Truncates to the state after `len` bytes.
@@ -244,33 +253,34 @@ impl Parser {
     }
 
     fn open_set(&mut self) {
-        self.set_starts.push(self.items.len() as u32);
-        self.waiting_starts.push(self.waiting.len() as u32);
-        self.accepting.push(false);
-        self.seen.clear();
-        self.completed.clear();
-        if !self.loops.is_empty() {
-            self.loops.clear();
+        self.chart.set_starts.push(self.chart.items.len() as u32);
+        self.chart.waiting_starts.push(self.chart.waiting.len() as u32);
+        self.chart.accepting.push(false);
+        self.chart.seen.clear();
+        self.chart.completed.clear();
+        if !self.chart.loops.is_empty() {
+            self.chart.loops.clear();
         }
     }
 
     fn discard_open_set(&mut self) {
-        let start = self.set_starts.pop().unwrap() as usize;
-        self.items.truncate(start);
-        let ws = self.waiting_starts.pop().unwrap() as usize;
-        self.waiting.truncate(ws);
-        self.accepting.pop();
+        let start = self.chart.set_starts.pop().unwrap() as usize;
+        self.chart.items.truncate(start);
+        let ws = self.chart.waiting_starts.pop().unwrap() as usize;
+        self.chart.waiting.truncate(ws);
+        self.chart.accepting.pop();
     }
 
     #[inline]
     fn add(&mut self, it: Item) {
-        push_item(&mut self.seen, &mut self.items, it);
+        push_item(&mut self.chart.seen, &mut self.chart.items, it);
     }
+}
 
+impl Chart {
     /// Runs predict and complete to a fixpoint over the open set.
-    fn close_set(&mut self) {
+    fn close_set(&mut self, fsm: &GrammarFsm) {
         let pos = (self.set_starts.len() - 1) as u32;
-        let fsm = Arc::clone(&self.fsm);
         let mut i = *self.set_starts.last().unwrap() as usize;
         while i < self.items.len() {
             let it = self.items[i];
@@ -291,7 +301,11 @@ impl Parser {
                     // Unbounded (out-of-context) repetitions need no count at all.
                     let done = if max == u32::MAX && min == 0 { 0 } else { it.count + 1 };
                     if done < max && self.first_loop(info.nullable, info.start, it.origin, done) {
-                        self.add(Item { state: info.start, origin: it.origin, count: done });
+                        push_item(
+                            &mut self.seen,
+                            &mut self.items,
+                            Item { state: info.start, origin: it.origin, count: done },
+                        );
                     }
                     done >= min
                 }
@@ -302,15 +316,19 @@ impl Parser {
                     *self.accepting.last_mut().unwrap() = true;
                 }
                 if self.completed.insert((rule, it.origin)) {
-                    self.complete(rule, it.origin, pos);
+                    self.complete(fsm, rule, it.origin, pos);
                 }
             }
             for e in fsm.rule_edges(it.state) {
                 self.waiting.push(Waiting { rule: e.rule, parent: it });
                 let callee = &fsm.rules()[e.rule as usize];
-                self.add(Item { state: callee.start, origin: pos, count: 0 });
+                push_item(&mut self.seen, &mut self.items, Item { state: callee.start, origin: pos, count: 0 });
                 if callee.nullable {
-                    self.add(Item { state: e.target, origin: it.origin, count: it.count });
+                    push_item(
+                        &mut self.seen,
+                        &mut self.items,
+                        Item { state: e.target, origin: it.origin, count: it.count },
+                    );
                 }
             }
         }
@@ -338,7 +356,7 @@ impl Parser {
     }
 
     /// Advances every item waiting at `origin` for `rule`, which matched `origin..pos`.
-    fn complete(&mut self, rule: u32, origin: u32, pos: u32) {
+    fn complete(&mut self, fsm: &GrammarFsm, rule: u32, origin: u32, pos: u32) {
         let ws = self.waiting_starts[origin as usize] as usize;
         let we = if origin == pos { self.waiting.len() } else { self.waiting_starts[origin as usize + 1] as usize };
         for w in ws..we {
@@ -346,7 +364,7 @@ impl Parser {
             if r != rule {
                 continue;
             }
-            let Parser { fsm, items, seen, .. } = self;
+            let Chart { items, seen, .. } = self;
             for e in fsm.rule_edges(parent.state) {
                 if e.rule == rule {
                     push_item(seen, items, Item { state: e.target, origin: parent.origin, count: parent.count });
