@@ -44,19 +44,18 @@ pub fn build_entry(
     let mut all = Walk::default();
     for p in parts {
         all.accepted.extend(p.accepted);
-        all.rejected.extend(p.rejected);
         all.uncertain.extend(p.uncertain);
     }
-    let Walk { accepted, rejected, uncertain } = all;
-    let accepted = smallest_form(vocab, accepted, rejected);
+    let Walk { accepted, uncertain } = all;
+    let accepted = smallest_form(vocab, accepted, &uncertain);
     MaskEntry { accepted, uncertain: uncertain.into_boxed_slice() }
 }
 
-/// The classification of a range of the sorted vocabulary.
+/// The classification of a range of the sorted vocabulary: accepted ids and uncertain
+/// positions; everything else is rejected (materialized only if that is the smallest form).
 #[derive(Default)]
 struct Walk {
     accepted: Vec<u32>,
-    rejected: Vec<u32>,
     uncertain: Vec<u32>,
 }
 
@@ -88,7 +87,6 @@ fn walk(
     let ids = vocab.sorted_token_ids();
     let lcp = vocab.sorted_lcp();
     let mut accepted: Vec<u32> = Vec::new();
-    let mut rejected: Vec<u32> = Vec::new();
     let mut uncertain: Vec<u32> = Vec::new();
     // `held` bytes of the last walked token are in the parser; `exits[k]` counts the positions
     // 1..=k of that prefix where the rule could end.
@@ -96,7 +94,7 @@ fn walk(
     let mut exits: Vec<u32> = vec![0];
     let mut record = |pos: usize, class: Class| match class {
         Class::Accepted => accepted.push(ids[pos]),
-        Class::Rejected => rejected.push(ids[pos]),
+        Class::Rejected => {}
         Class::Uncertain => uncertain.push(pos as u32),
     };
     let mut i = range.start;
@@ -131,20 +129,36 @@ fn walk(
         // Every following token that extends `bytes[..=held]` gets the same verdict.
         record(i, class);
         i += 1;
+        if held == 0 {
+            // Rejected at the first byte: jump over the whole block of that first byte.
+            let b = bytes[0];
+            i = range.start
+                + ids[range.start..range.end].partition_point(|&id| vocab.token_bytes(id)[0] <= b).max(i - range.start);
+            continue;
+        }
         while i < range.end && lcp[i] as usize > held {
             record(i, class);
             i += 1;
         }
     }
-    Walk { accepted, rejected, uncertain }
+    Walk { accepted, uncertain }
 }
 
-fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>, mut rejected: Vec<u32>) -> AdaptiveTokenMask {
+fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>, uncertain: &[u32]) -> AdaptiveTokenMask {
     let bitset_words = mask_words(vocab.vocab_size());
-    if accepted.len() <= rejected.len() && accepted.len() <= bitset_words {
+    let ids = vocab.sorted_token_ids();
+    let rejected_len = ids.len() - accepted.len() - uncertain.len();
+    if accepted.len() <= rejected_len && accepted.len() <= bitset_words {
         accepted.sort_unstable();
         AdaptiveTokenMask::Accepted(accepted.into_boxed_slice())
-    } else if rejected.len() <= bitset_words {
+    } else if rejected_len <= bitset_words {
+        // Rejected = normal tokens that are neither accepted nor uncertain.
+        let mut other = vec![0u32; bitset_words];
+        for &id in accepted.iter().chain(uncertain.iter().map(|&p| &ids[p as usize])) {
+            other[id as usize / 32] |= 1 << (id % 32);
+        }
+        let mut rejected: Vec<u32> =
+            ids.iter().copied().filter(|&id| other[id as usize / 32] >> (id % 32) & 1 == 0).collect();
         rejected.sort_unstable();
         AdaptiveTokenMask::Rejected(rejected.into_boxed_slice())
     } else {
