@@ -153,7 +153,13 @@ pub fn compact_json(data: &Value) -> String {
 }
 
 /// Runs one MaskBench file (`file` is its parsed content; `name` labels the result).
-pub fn run_file(compiler: &GrammarCompiler, encoder: &TextEncoder, name: &str, file: &Value, config: &MaskBenchConfig) -> FileResult {
+pub fn run_file(
+    compiler: &GrammarCompiler,
+    encoder: &TextEncoder,
+    name: &str,
+    file: &Value,
+    config: &MaskBenchConfig,
+) -> FileResult {
     let mut result = FileResult {
         file: name.to_string(),
         outcome: Outcome::Passing,

@@ -4,6 +4,9 @@ mod support;
 
 mod earley;
 mod json_builtin;
+mod json_schema;
+mod maskbench_ratchet;
 mod matcher;
 mod properties;
+mod schema_properties;
 mod tokenizer;

@@ -73,18 +73,27 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
     }
     let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
     let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
-    let mut config = MaskBenchConfig { limit: Duration::from_secs_f64(args.limit_s), masks: !args.accept_only, ..Default::default() };
+    let mut config = MaskBenchConfig {
+        limit: Duration::from_secs_f64(args.limit_s),
+        masks: !args.accept_only,
+        ..Default::default()
+    };
     config.options.enforce_format = !args.no_format;
     let files = files(&args.paths)?;
     let mut json_out = match &args.json {
-        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?)),
+        Some(p) => {
+            Some(std::io::BufWriter::new(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?))
+        }
         None => None,
     };
     let progress = std::io::stderr().is_terminal();
     let mut results: Vec<FileResult> = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
         let name = name_of(path);
-        let result = match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+        let result = match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
             Ok(file) => run_file(&compiler, &encoder, &name, &file, &config),
             Err(e) => FileResult {
                 file: name.clone(),

@@ -57,7 +57,8 @@ impl Loaded {
                 Some(o) => serde_json::from_str(o).map_err(|e| format!("--schema-options: {e}"))?,
                 None => JsonSchemaOptions::default(),
             };
-            let g = compiler.compile_json_schema_str(&text, &options).map_err(|e| format!("{}: {e}", path.display()))?;
+            let g =
+                compiler.compile_json_schema_str(&text, &options).map_err(|e| format!("{}: {e}", path.display()))?;
             for r in &g.json_schema_report().expect("compiled from a schema").relaxations {
                 eprintln!("note: not enforced exactly: `{}` at {}: {}", r.keyword, r.pointer, r.detail);
             }

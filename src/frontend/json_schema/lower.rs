@@ -109,6 +109,9 @@ impl Layout {
     }
 }
 
+/// Keeps memoized merge rules apart from `$ref` rules in the shared map.
+const MEMO_LEVEL_TAG: u32 = 1 << 30;
+
 /// The deepest indentation level rules are generated for with `indent`; deeper generic values
 /// are written on one line.
 const MAX_INDENT_LEVEL: u32 = 64;
@@ -286,6 +289,13 @@ impl<'a> Lowerer<'a> {
         Ok(cur)
     }
 
+    /// Whether a reference names another document (not this one by its `$id`).
+    fn is_external(&self, reference: &str) -> bool {
+        let base = reference.split('#').next().unwrap_or_default();
+        let id = self.root.get("$id").or_else(|| self.root.get("id")).and_then(Value::as_str).unwrap_or_default();
+        !base.is_empty() && base != id.trim_end_matches('#')
+    }
+
     /// The canonical pointer (`#/a/b`) of a reference, used to share its rule.
     fn ref_key(reference: &str) -> String {
         match reference.find('#') {
@@ -296,7 +306,13 @@ impl<'a> Lowerer<'a> {
 
     /// The rule for the schema a `$ref` names, created on first use.
     fn ref_rule(&mut self, reference: &str, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        self.resolve(reference, ptr)?;
+        if let Err(e) = self.resolve(reference, ptr) {
+            if self.is_external(reference) {
+                self.relax("$ref", ptr, format!("external reference `{reference}` is not resolved: any value"))?;
+                return Ok(self.any(level));
+            }
+            return Err(e);
+        }
         let key = (Self::ref_key(reference), self.layout.key_level(level));
         if let Some(&id) = self.refs.get(&key) {
             return Ok(Expr::Rule(id));
@@ -336,6 +352,31 @@ impl<'a> Lowerer<'a> {
             let tail = l.content_tail();
             Expr::Seq(vec![super::string::any_escape(), tail])
         })
+    }
+
+    /// The rule for a synthesized schema identified by `key`, created (and its body lowered by
+    /// `body`) on first use; a recursive use while lowering refers to the rule itself.
+    fn memo_rule(
+        &mut self,
+        key: String,
+        level: u32,
+        body: impl FnOnce(&mut Self) -> Result<Expr, SchemaError>,
+    ) -> Result<Expr, SchemaError> {
+        let k = (key, self.layout.key_level(level) + MEMO_LEVEL_TAG);
+        if let Some(&id) = self.refs.get(&k) {
+            return Ok(Expr::Rule(id));
+        }
+        if self.names.len() >= self.opts.limits.max_rules {
+            return Err(SchemaError::new(
+                "#",
+                SchemaErrorKind::TooLarge(format!("more than {} rules", self.opts.limits.max_rules)),
+            ));
+        }
+        let id = self.new_rule("merged");
+        self.refs.insert(k, id);
+        let e = body(self)?;
+        self.define(id, e);
+        Ok(Expr::Rule(id))
     }
 
     /// The rule matching any JSON value at `level`.
@@ -404,8 +445,13 @@ impl<'a> Lowerer<'a> {
             }
         }
         if m.contains_key("$ref") || m.contains_key("allOf") {
-            let merged = merge::flatten(self, m, ptr)?;
-            return self.schema_value(&merged, ptr, level);
+            // Memoized by content: intersections of recursive schemas then close into rules
+            // (a product construction) instead of unfolding forever.
+            let key = serde_json::to_string(m).expect("a JSON value serializes");
+            return self.memo_rule(key, level, |l| {
+                let merged = merge::flatten(l, m, ptr)?;
+                l.schema_value(&merged, ptr, level)
+            });
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(branches) = m.get(key) {
@@ -443,7 +489,8 @@ impl<'a> Lowerer<'a> {
             let bptr = format!("{ptr}/{key}/{i}");
             let e = if has_siblings {
                 let merged = merge::merge_pair(self, &Value::Object(base.clone()), b, &bptr)?;
-                self.schema_value(&merged, &bptr, level)?
+                let key = serde_json::to_string(&merged).expect("a JSON value serializes");
+                self.memo_rule(key, level, |l| l.schema_value(&merged, &bptr, level))?
             } else {
                 self.schema_value(b, &bptr, level)?
             };

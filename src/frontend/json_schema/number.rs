@@ -7,7 +7,8 @@
 //! digit — `[123, 456]` is `1 (2 [3-9] | [3-9] [0-9]) | [2-3] [0-9]{2} | 4 (...)` — so the size
 //! is linear in the number of digits. Integer ranges add the lengths in between as one
 //! repetition; decimal ranges compare the fraction digit by digit the same way. A bounded
-//! `number` is written without exponent.
+//! `number` uses plain notation, except for the exponent forms whose value is surely in range
+//! (`1e-05` when the range covers `(0, 1)`, `1e+20` when it is unbounded above).
 
 use serde_json::{Map, Value};
 
@@ -466,10 +467,55 @@ fn nonneg_decimal(lo: (&Dec, bool), hi: Option<(&Dec, bool)>) -> Expr {
     choice(alts)
 }
 
-/// Decimals in the range (no exponent).
+/// Exponent forms whose value is surely in the range: tiny magnitudes (`1e-05`, in `(0, 1)`)
+/// when the range covers that interval, huge ones (`1e+16` and up) when it is unbounded that
+/// way. These are what serializers write for very small and very large floats.
+fn exponent_forms(lo: &Option<(Dec, bool)>, hi: &Option<(Dec, bool)>) -> Vec<Expr> {
+    let d = |t: &str| Dec::from_text(t).unwrap();
+    let le = |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().is_none_or(|(b, _)| b.cmp(x) != std::cmp::Ordering::Greater);
+    let ge = |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().is_none_or(|(b, _)| b.cmp(x) != std::cmp::Ordering::Less);
+    let e = || Expr::class([('e' as u32, 'e' as u32), ('E' as u32, 'E' as u32)], false);
+    let mantissa = || Expr::Seq(vec![dec_digit(1, 9), Expr::opt(Expr::Seq(vec![Expr::literal("."), any_digits()]))]);
+    let tiny = || {
+        Expr::Seq(vec![
+            mantissa(),
+            e(),
+            Expr::literal("-"),
+            Expr::star(Expr::literal("0")),
+            dec_digit(1, 9),
+            Expr::star(dec_digit(0, 9)),
+        ])
+    };
+    // 10^16 and above: exponent 16..=99 or three digits and more (leading zeros allowed).
+    let huge = || {
+        let exp = Expr::Choice(vec![
+            Expr::Seq(vec![Expr::literal("1"), dec_digit(6, 9)]),
+            Expr::Seq(vec![dec_digit(2, 9), dec_digit(0, 9)]),
+            Expr::Seq(vec![dec_digit(1, 9), dec_digit(0, 9), Expr::plus(dec_digit(0, 9))]),
+        ]);
+        Expr::Seq(vec![mantissa(), e(), Expr::opt(Expr::literal("+")), Expr::star(Expr::literal("0")), exp])
+    };
+    let (zero, one, big) = (d("0"), d("1"), d("10000000000000000"));
+    let mut out = Vec::new();
+    if le(lo, &zero) && ge(hi, &one) {
+        out.push(tiny());
+    }
+    if le(lo, &one.neg()) && ge(hi, &zero) {
+        out.push(Expr::Seq(vec![Expr::literal("-"), tiny()]));
+    }
+    if hi.is_none() && le(lo, &big) {
+        out.push(huge());
+    }
+    if lo.is_none() && ge(hi, &big.neg()) {
+        out.push(Expr::Seq(vec![Expr::literal("-"), huge()]));
+    }
+    out
+}
+
+/// Decimals in the range (plain notation, plus the exponent forms of [`exponent_forms`]).
 fn decimal_range(lo: Option<(Dec, bool)>, hi: Option<(Dec, bool)>) -> Expr {
     let zero = Dec { neg: false, int: "0".into(), frac: String::new() };
-    let mut alts = Vec::new();
+    let mut alts = exponent_forms(&lo, &hi);
     // x >= 0 part.
     if hi.as_ref().is_none_or(|(h, ex)| !h.neg && !(*ex && *h == zero)) {
         let lo_nn = match &lo {
