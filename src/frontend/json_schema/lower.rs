@@ -130,6 +130,8 @@ pub(super) struct Lowerer<'a> {
     reported: FastSet<Relaxation>,
     depth: usize,
     schemas: usize,
+    /// The document declares a draft up to 7, where `$ref` overrides its siblings.
+    legacy_ref: bool,
 }
 
 impl<'a> Lowerer<'a> {
@@ -151,6 +153,9 @@ impl<'a> Lowerer<'a> {
             reported: FastSet::default(),
             depth: 0,
             schemas: 0,
+            legacy_ref: root.get("$schema").and_then(Value::as_str).is_some_and(|d| {
+                ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].iter().any(|v| d.contains(v))
+            }),
         };
         let root_rule = l.new_rule("root");
         let body = l.schema(root, "#", 0)?;
@@ -440,7 +445,8 @@ impl<'a> Lowerer<'a> {
         let constraints = m.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()) && k != "$ref");
         if let Some(r) = m.get("$ref") {
             let Some(reference) = r.as_str() else { return Err(Self::invalid(ptr, "`$ref` must be a string")) };
-            if !constraints {
+            // Up to draft 7, keywords next to `$ref` are ignored; from 2019-09 on they apply.
+            if !constraints || self.legacy_ref {
                 return self.ref_rule(reference, ptr, level);
             }
         }

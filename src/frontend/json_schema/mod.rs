@@ -15,7 +15,8 @@
 //!
 //! * `lower.rs`: the driver — `true`/`false`/`{}`, `type` (single and arrays), `nullable`,
 //!   `$ref` (any JSON pointer into the document, recursion through grammar rules, siblings of
-//!   `$ref` as an intersection), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
+//!   `$ref` as an intersection — or ignored, as the specification says, when the document
+//!   declares draft 7 or older), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
 //!   `enum`/`const`;
 //! * `merge.rs`: intersection of schemas (`allOf`, siblings of `$ref`, distribution of
 //!   `anyOf`/`oneOf` over sibling keywords);
