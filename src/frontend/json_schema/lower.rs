@@ -521,7 +521,8 @@ impl<'a> Lowerer<'a> {
                         return Ok(never());
                     } else if keys == ["type"] {
                         let not_types = self.types(n, &format!("{ptr}/not"))?;
-                        types.retain(|t| !not_types.contains(t) && !(*t == "integer" && not_types.contains(&"number")));
+                        types
+                            .retain(|t| !(not_types.contains(t) || (*t == "integer" && not_types.contains(&"number"))));
                         if types.contains(&"number") && not_types.contains(&"integer") {
                             self.relax(
                                 "not",
@@ -775,7 +776,7 @@ pub(super) fn expr_matches(e: &Expr, input: &[u8]) -> bool {
                 }
                 let mut acc = cur.clone();
                 let mut k = r.min;
-                while r.max.is_none_or(|m| k < m) && !cur.is_empty() {
+                while r.max.map_or(true, |m| k < m) && !cur.is_empty() {
                     cur = ends(&r.expr, &cur, s);
                     cur.retain(|x| !acc.contains(x));
                     acc.extend(cur.iter().copied());

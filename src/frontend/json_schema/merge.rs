@@ -148,11 +148,7 @@ pub(super) fn normalize(m: &mut Map<String, Value>) {
                 let t = t.clone();
                 m.insert("type".into(), Value::Array(vec![Value::String(t), Value::String("null".into())]));
             }
-            Some(Value::Array(ts)) => {
-                if !ts.iter().any(|t| t == "null") {
-                    ts.push(Value::String("null".into()));
-                }
-            }
+            Some(Value::Array(ts)) if !ts.iter().any(|t| t == "null") => ts.push(Value::String("null".into())),
             _ => {}
         }
         m.remove("nullable");
