@@ -8,8 +8,9 @@
 //! declared property that may still appear" — `first(i)` before any member, `after(i)` once
 //! one was written — whose states are inlined when used once and become rules otherwise, so
 //! an object of required properties is a single sequence and optional properties cost a rule
-//! each at most. With [`PropertyOrder::Any`](super::PropertyOrder::Any) and at most
-//! [`MAX_ANY_ORDER`] declared properties, the states are the sets of properties written so far.
+//! each at most. With [`PropertyOrder::Any`](super::PropertyOrder::Any), the states are the
+//! sets of properties written so far (up to [`MAX_ANY_ORDER`] declared properties), else the
+//! sets of required properties written so far (up to [`MAX_ANY_ORDER_REQUIRED`]).
 
 use serde_json::{Map, Value};
 
