@@ -239,7 +239,9 @@ impl<'a> P<'a> {
                     let frame = stack.pop().unwrap();
                     let node = finish(frame);
                     stack.last_mut().unwrap().cur.push(node);
-                    self.quantifier()?.map(|q| apply(stack.last_mut().unwrap(), q));
+                    if let Some(q) = self.quantifier()? {
+                        apply(stack.last_mut().unwrap(), q);
+                    }
                 }
                 '|' => {
                     self.bump();
@@ -267,7 +269,9 @@ impl<'a> P<'a> {
                 _ => {
                     let atom = self.atom()?;
                     stack.last_mut().unwrap().cur.push(atom);
-                    self.quantifier()?.map(|q| apply(stack.last_mut().unwrap(), q));
+                    if let Some(q) = self.quantifier()? {
+                        apply(stack.last_mut().unwrap(), q);
+                    }
                 }
             }
         }

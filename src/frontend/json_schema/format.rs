@@ -18,6 +18,8 @@ const ATOM: &str = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
 const IDN_ATOM: &str = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u00A1-\uFFFF-]+";
 const OCTET: &str = r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)";
 const URI_CHAR: &str = r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2}";
+const SEG_NC: &str = r"[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2}";
+const ISEG_NC: &str = r"[A-Za-z0-9\-._~!$&'()*+,;=@\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]|%[0-9A-Fa-f]{2}";
 const IRI_CHAR: &str = r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]|%[0-9A-Fa-f]{2}";
 
 /// The pattern (full match) of a supported format; `None` for formats treated as annotations.
@@ -58,9 +60,10 @@ pub(super) fn pattern(format: &str) -> Option<&'static str> {
             ("ipv6", format!("({ipv6})")),
             ("uuid", "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".to_string()),
             ("uri", format!(r"[A-Za-z][A-Za-z0-9+.\-]*:({URI_CHAR})*")),
-            ("uri-reference", format!("({URI_CHAR})*")),
+            // A URI, or a relative reference whose first segment has no `:` (RFC 3986 4.2).
+            ("uri-reference", format!(r"[A-Za-z][A-Za-z0-9+.\-]*:({URI_CHAR})*|({SEG_NC})*([/?#]({URI_CHAR})*)?")),
             ("iri", format!(r"[A-Za-z][A-Za-z0-9+.\-]*:({IRI_CHAR})*")),
-            ("iri-reference", format!("({IRI_CHAR})*")),
+            ("iri-reference", format!(r"[A-Za-z][A-Za-z0-9+.\-]*:({IRI_CHAR})*|({ISEG_NC})*([/?#]({IRI_CHAR})*)?")),
             ("uri-template", r#"([^\x00-\x20"'<>\\^`{|}]|\{[^{}\s]*\})*"#.to_string()),
             ("json-pointer", "(/([^~/]|~[01])*)*".to_string()),
             ("relative-json-pointer", "(0|[1-9][0-9]*)(#|(/([^~/]|~[01])*)*)".to_string()),
@@ -103,6 +106,7 @@ mod tests {
         );
         check("uuid", &["123e4567-e89b-12d3-a456-426614174000"], &["123e4567e89b12d3a456426614174000"]);
         check("uri", &["https://example.com/a?b=c#d", "urn:isbn:123"], &["//example.com", "http://a b"]);
+        check("uri-reference", &["../a/b?c#d", "//host:80/x", "", "http://x"], &["://", "a b"]);
         check("hostname", &["example.com", "a-b.c"], &["-a.com", "a..b"]);
         check("json-pointer", &["", "/a/b~0/c~1"], &["a", "/a~2"]);
         assert!(pattern("int32").is_none() && pattern("regex").is_none());

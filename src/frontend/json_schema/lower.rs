@@ -109,6 +109,9 @@ impl Layout {
     }
 }
 
+/// Keeps memoized merge rules apart from `$ref` rules in the shared map.
+const MEMO_LEVEL_TAG: u32 = 1 << 30;
+
 /// The deepest indentation level rules are generated for with `indent`; deeper generic values
 /// are written on one line.
 const MAX_INDENT_LEVEL: u32 = 64;
@@ -127,6 +130,8 @@ pub(super) struct Lowerer<'a> {
     reported: FastSet<Relaxation>,
     depth: usize,
     schemas: usize,
+    /// The document declares a draft up to 7, where `$ref` overrides its siblings.
+    legacy_ref: bool,
 }
 
 impl<'a> Lowerer<'a> {
@@ -148,6 +153,9 @@ impl<'a> Lowerer<'a> {
             reported: FastSet::default(),
             depth: 0,
             schemas: 0,
+            legacy_ref: root.get("$schema").and_then(Value::as_str).is_some_and(|d| {
+                ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].iter().any(|v| d.contains(v))
+            }),
         };
         let root_rule = l.new_rule("root");
         let body = l.schema(root, "#", 0)?;
@@ -286,6 +294,13 @@ impl<'a> Lowerer<'a> {
         Ok(cur)
     }
 
+    /// Whether a reference names another document (not this one by its `$id`).
+    fn is_external(&self, reference: &str) -> bool {
+        let base = reference.split('#').next().unwrap_or_default();
+        let id = self.root.get("$id").or_else(|| self.root.get("id")).and_then(Value::as_str).unwrap_or_default();
+        !base.is_empty() && base != id.trim_end_matches('#')
+    }
+
     /// The canonical pointer (`#/a/b`) of a reference, used to share its rule.
     fn ref_key(reference: &str) -> String {
         match reference.find('#') {
@@ -296,7 +311,13 @@ impl<'a> Lowerer<'a> {
 
     /// The rule for the schema a `$ref` names, created on first use.
     fn ref_rule(&mut self, reference: &str, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        self.resolve(reference, ptr)?;
+        if let Err(e) = self.resolve(reference, ptr) {
+            if self.is_external(reference) {
+                self.relax("$ref", ptr, format!("external reference `{reference}` is not resolved: any value"))?;
+                return Ok(self.any(level));
+            }
+            return Err(e);
+        }
         let key = (Self::ref_key(reference), self.layout.key_level(level));
         if let Some(&id) = self.refs.get(&key) {
             return Ok(Expr::Rule(id));
@@ -336,6 +357,31 @@ impl<'a> Lowerer<'a> {
             let tail = l.content_tail();
             Expr::Seq(vec![super::string::any_escape(), tail])
         })
+    }
+
+    /// The rule for a synthesized schema identified by `key`, created (and its body lowered by
+    /// `body`) on first use; a recursive use while lowering refers to the rule itself.
+    fn memo_rule(
+        &mut self,
+        key: String,
+        level: u32,
+        body: impl FnOnce(&mut Self) -> Result<Expr, SchemaError>,
+    ) -> Result<Expr, SchemaError> {
+        let k = (key, self.layout.key_level(level) + MEMO_LEVEL_TAG);
+        if let Some(&id) = self.refs.get(&k) {
+            return Ok(Expr::Rule(id));
+        }
+        if self.names.len() >= self.opts.limits.max_rules {
+            return Err(SchemaError::new(
+                "#",
+                SchemaErrorKind::TooLarge(format!("more than {} rules", self.opts.limits.max_rules)),
+            ));
+        }
+        let id = self.new_rule("merged");
+        self.refs.insert(k, id);
+        let e = body(self)?;
+        self.define(id, e);
+        Ok(Expr::Rule(id))
     }
 
     /// The rule matching any JSON value at `level`.
@@ -399,13 +445,19 @@ impl<'a> Lowerer<'a> {
         let constraints = m.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()) && k != "$ref");
         if let Some(r) = m.get("$ref") {
             let Some(reference) = r.as_str() else { return Err(Self::invalid(ptr, "`$ref` must be a string")) };
-            if !constraints {
+            // Up to draft 7, keywords next to `$ref` are ignored; from 2019-09 on they apply.
+            if !constraints || self.legacy_ref {
                 return self.ref_rule(reference, ptr, level);
             }
         }
         if m.contains_key("$ref") || m.contains_key("allOf") {
-            let merged = merge::flatten(self, m, ptr)?;
-            return self.schema_value(&merged, ptr, level);
+            // Memoized by content: intersections of recursive schemas then close into rules
+            // (a product construction) instead of unfolding forever.
+            let key = serde_json::to_string(m).expect("a JSON value serializes");
+            return self.memo_rule(key, level, |l| {
+                let merged = merge::flatten(l, m, ptr)?;
+                l.schema_value(&merged, ptr, level)
+            });
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(branches) = m.get(key) {
@@ -443,7 +495,8 @@ impl<'a> Lowerer<'a> {
             let bptr = format!("{ptr}/{key}/{i}");
             let e = if has_siblings {
                 let merged = merge::merge_pair(self, &Value::Object(base.clone()), b, &bptr)?;
-                self.schema_value(&merged, &bptr, level)?
+                let key = serde_json::to_string(&merged).expect("a JSON value serializes");
+                self.memo_rule(key, level, |l| l.schema_value(&merged, &bptr, level))?
             } else {
                 self.schema_value(b, &bptr, level)?
             };
@@ -468,7 +521,8 @@ impl<'a> Lowerer<'a> {
                         return Ok(never());
                     } else if keys == ["type"] {
                         let not_types = self.types(n, &format!("{ptr}/not"))?;
-                        types.retain(|t| !not_types.contains(t) && !(*t == "integer" && not_types.contains(&"number")));
+                        types
+                            .retain(|t| !(not_types.contains(t) || (*t == "integer" && not_types.contains(&"number"))));
                         if types.contains(&"number") && not_types.contains(&"integer") {
                             self.relax(
                                 "not",
@@ -722,7 +776,7 @@ pub(super) fn expr_matches(e: &Expr, input: &[u8]) -> bool {
                 }
                 let mut acc = cur.clone();
                 let mut k = r.min;
-                while r.max.is_none_or(|m| k < m) && !cur.is_empty() {
+                while r.max.map_or(true, |m| k < m) && !cur.is_empty() {
                     cur = ends(&r.expr, &cur, s);
                     cur.retain(|x| !acc.contains(x));
                     acc.extend(cur.iter().copied());

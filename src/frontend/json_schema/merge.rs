@@ -80,8 +80,16 @@ fn collect(l: &mut Lowerer<'_>, s: &Value, ptr: &str, depth: usize, out: &mut Ve
     out.push(Value::Object(rest));
     if let Some(r) = reference {
         let Some(r) = r.as_str() else { return Err(Lowerer::invalid(ptr, "`$ref` must be a string")) };
-        let target = l.resolve(r, ptr)?;
-        collect(l, target, ptr, depth + 1, out)?;
+        match l.resolve(r, ptr) {
+            Ok(target) => collect(l, target, ptr, depth + 1, out)?,
+            Err(e) => {
+                if !r.starts_with('#') && !r.is_empty() {
+                    l.relax("$ref", ptr, format!("external reference `{r}` is not resolved: any value"))?;
+                } else {
+                    return Err(e);
+                }
+            }
+        }
     }
     if let Some(all) = all_of {
         let Some(all) = all.as_array() else { return Err(Lowerer::invalid(ptr, "`allOf` must be an array")) };
@@ -140,11 +148,7 @@ pub(super) fn normalize(m: &mut Map<String, Value>) {
                 let t = t.clone();
                 m.insert("type".into(), Value::Array(vec![Value::String(t), Value::String("null".into())]));
             }
-            Some(Value::Array(ts)) => {
-                if !ts.iter().any(|t| t == "null") {
-                    ts.push(Value::String("null".into()));
-                }
-            }
+            Some(Value::Array(ts)) if !ts.iter().any(|t| t == "null") => ts.push(Value::String("null".into())),
             _ => {}
         }
         m.remove("nullable");

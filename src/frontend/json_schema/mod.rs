@@ -15,7 +15,8 @@
 //!
 //! * `lower.rs`: the driver — `true`/`false`/`{}`, `type` (single and arrays), `nullable`,
 //!   `$ref` (any JSON pointer into the document, recursion through grammar rules, siblings of
-//!   `$ref` as an intersection), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
+//!   `$ref` as an intersection — or ignored, as the specification says, when the document
+//!   declares draft 7 or older), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
 //!   `enum`/`const`;
 //! * `merge.rs`: intersection of schemas (`allOf`, siblings of `$ref`, distribution of
 //!   `anyOf`/`oneOf` over sibling keywords);
@@ -40,9 +41,11 @@
 //!   specification says (`{"properties": ...}` also accepts a string).
 //! * **Property order** ([`PropertyOrder`]): by default, declared properties appear in the
 //!   order of `properties` (as XGrammar and LLGuidance do), and additional properties may
-//!   appear between them. [`PropertyOrder::Any`] accepts any order while still enforcing
-//!   `required` and forbidding duplicate declared keys (exact up to 8 declared properties;
-//!   beyond that, declared order is used and the report says so).
+//!   appear between them. [`PropertyOrder::Any`] (part of
+//!   [`JsonSchemaOptions::spec_compliant`], since the specification does not order
+//!   properties) accepts any order while still enforcing `required`: with up to 6 declared
+//!   properties no key may repeat; beyond, an optional key may repeat (each occurrence is
+//!   validated); beyond 8 required properties, declared order is used and reported.
 //! * **`oneOf`**: exact when the branches are provably disjoint (different JSON types,
 //!   disjoint `const`/`enum` values, or a common required property with disjoint constant
 //!   values); otherwise enforced as `anyOf` and reported.
@@ -50,7 +53,8 @@
 //!   pairs); printable ASCII characters other than `"` and `\` are accepted raw only (no model
 //!   and no serializer writes `\u0041`), which rejects a few valid but absurd encodings.
 //! * **Numbers**: an `integer` is written without fraction or exponent (`1.0` is rejected);
-//!   a bounded `number` is written without exponent.
+//!   a bounded `number` is written in plain notation, or with an exponent when its value is
+//!   surely in range (`1e-05` for `minimum: 0, maximum: 1`).
 //! * **`pattern`** is a search, as the specification says: `"abc"` matches `"xxabcxx"`; use
 //!   `^...$` to anchor.
 //!
@@ -139,9 +143,9 @@ impl Default for JsonSchemaOptions {
 
 impl JsonSchemaOptions {
     /// The configuration that follows the JSON Schema specification (what MaskBench scores):
-    /// strict mode off, any whitespace.
+    /// strict mode off, any whitespace, properties in any order.
     pub fn spec_compliant() -> Self {
-        JsonSchemaOptions { strict_mode: false, ..Self::default() }
+        JsonSchemaOptions { strict_mode: false, property_order: PropertyOrder::Any, ..Self::default() }
     }
 }
 
@@ -172,7 +176,7 @@ pub struct JsonSchemaLimits {
 
 impl Default for JsonSchemaLimits {
     fn default() -> Self {
-        JsonSchemaLimits { max_depth: 256, max_rules: 200_000, max_schemas: 500_000 }
+        JsonSchemaLimits { max_depth: 128, max_rules: 200_000, max_schemas: 500_000 }
     }
 }
 

@@ -7,7 +7,8 @@
 //! digit — `[123, 456]` is `1 (2 [3-9] | [3-9] [0-9]) | [2-3] [0-9]{2} | 4 (...)` — so the size
 //! is linear in the number of digits. Integer ranges add the lengths in between as one
 //! repetition; decimal ranges compare the fraction digit by digit the same way. A bounded
-//! `number` is written without exponent.
+//! `number` uses plain notation, except for the exponent forms whose value is surely in range
+//! (`1e-05` when the range covers `(0, 1)`, `1e+20` when it is unbounded above).
 
 use serde_json::{Map, Value};
 
@@ -246,7 +247,7 @@ fn int_range(lo: Option<Dec>, hi: Option<Dec>) -> Expr {
     }
     let mut alts = Vec::new();
     // Non-negative part.
-    let hi_nonneg = hi.as_ref().is_none_or(|h| !h.neg);
+    let hi_nonneg = hi.as_ref().map_or(true, |h| !h.neg);
     if hi_nonneg {
         let from = match &lo {
             Some(l) if !l.neg => l.int.clone(),
@@ -255,7 +256,7 @@ fn int_range(lo: Option<Dec>, hi: Option<Dec>) -> Expr {
         alts.push(nonneg_range(&from, hi.as_ref().map(|h| h.int.as_str())));
     }
     // Negative part: magnitudes in [max(1, -hi), -lo].
-    let lo_neg = lo.as_ref().is_none_or(|l| l.neg);
+    let lo_neg = lo.as_ref().map_or(true, |l| l.neg);
     if lo_neg {
         let from = match &hi {
             Some(h) if h.neg => h.int.clone(),
@@ -266,7 +267,7 @@ fn int_range(lo: Option<Dec>, hi: Option<Dec>) -> Expr {
         alts.push(super::lower::seq(vec![Expr::literal("-"), mags]));
     }
     // `-0` is a valid JSON integer with value 0.
-    let zero_in = lo.as_ref().is_none_or(|l| l.neg || l.int == "0") && hi_nonneg;
+    let zero_in = lo.as_ref().map_or(true, |l| l.neg || l.int == "0") && hi_nonneg;
     if zero_in {
         alts.push(Expr::literal("-0"));
     }
@@ -466,12 +467,58 @@ fn nonneg_decimal(lo: (&Dec, bool), hi: Option<(&Dec, bool)>) -> Expr {
     choice(alts)
 }
 
-/// Decimals in the range (no exponent).
+/// Exponent forms whose value is surely in the range: tiny magnitudes (`1e-05`, in `(0, 1)`)
+/// when the range covers that interval, huge ones (`1e+16` and up) when it is unbounded that
+/// way. These are what serializers write for very small and very large floats.
+fn exponent_forms(lo: &Option<(Dec, bool)>, hi: &Option<(Dec, bool)>) -> Vec<Expr> {
+    let d = |t: &str| Dec::from_text(t).unwrap();
+    let le =
+        |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().map_or(true, |(b, _)| b.cmp(x) != std::cmp::Ordering::Greater);
+    let ge = |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().map_or(true, |(b, _)| b.cmp(x) != std::cmp::Ordering::Less);
+    let e = || Expr::class([('e' as u32, 'e' as u32), ('E' as u32, 'E' as u32)], false);
+    let mantissa = || Expr::Seq(vec![dec_digit(1, 9), Expr::opt(Expr::Seq(vec![Expr::literal("."), any_digits()]))]);
+    let tiny = || {
+        Expr::Seq(vec![
+            mantissa(),
+            e(),
+            Expr::literal("-"),
+            Expr::star(Expr::literal("0")),
+            dec_digit(1, 9),
+            Expr::star(dec_digit(0, 9)),
+        ])
+    };
+    // 10^16 and above: exponent 16..=99 or three digits and more (leading zeros allowed).
+    let huge = || {
+        let exp = Expr::Choice(vec![
+            Expr::Seq(vec![Expr::literal("1"), dec_digit(6, 9)]),
+            Expr::Seq(vec![dec_digit(2, 9), dec_digit(0, 9)]),
+            Expr::Seq(vec![dec_digit(1, 9), dec_digit(0, 9), Expr::plus(dec_digit(0, 9))]),
+        ]);
+        Expr::Seq(vec![mantissa(), e(), Expr::opt(Expr::literal("+")), Expr::star(Expr::literal("0")), exp])
+    };
+    let (zero, one, big) = (d("0"), d("1"), d("10000000000000000"));
+    let mut out = Vec::new();
+    if le(lo, &zero) && ge(hi, &one) {
+        out.push(tiny());
+    }
+    if le(lo, &one.neg()) && ge(hi, &zero) {
+        out.push(Expr::Seq(vec![Expr::literal("-"), tiny()]));
+    }
+    if hi.is_none() && le(lo, &big) {
+        out.push(huge());
+    }
+    if lo.is_none() && ge(hi, &big.neg()) {
+        out.push(Expr::Seq(vec![Expr::literal("-"), huge()]));
+    }
+    out
+}
+
+/// Decimals in the range (plain notation, plus the exponent forms of [`exponent_forms`]).
 fn decimal_range(lo: Option<(Dec, bool)>, hi: Option<(Dec, bool)>) -> Expr {
     let zero = Dec { neg: false, int: "0".into(), frac: String::new() };
-    let mut alts = Vec::new();
+    let mut alts = exponent_forms(&lo, &hi);
     // x >= 0 part.
-    if hi.as_ref().is_none_or(|(h, ex)| !h.neg && !(*ex && *h == zero)) {
+    if hi.as_ref().map_or(true, |(h, ex)| !(h.neg || (*ex && *h == zero))) {
         let lo_nn = match &lo {
             Some((l, ex)) if !l.neg => (l.clone(), *ex),
             _ => (zero.clone(), false),
@@ -479,7 +526,7 @@ fn decimal_range(lo: Option<(Dec, bool)>, hi: Option<(Dec, bool)>) -> Expr {
         alts.push(nonneg_decimal((&lo_nn.0, lo_nn.1), hi.as_ref().map(|(h, ex)| (h, *ex))));
     }
     // x < 0 part: magnitudes in (0 or -hi, -lo].
-    if lo.as_ref().is_none_or(|(l, _)| l.neg) {
+    if lo.as_ref().map_or(true, |(l, _)| l.neg) {
         let mag_lo = match &hi {
             Some((h, ex)) if h.neg => (h.neg(), *ex),
             _ => (zero.clone(), true),
@@ -715,7 +762,7 @@ mod tests {
             let hi_v = hi.map(|x| x.parse::<f64>().unwrap());
             for v in -1200i64..5000 {
                 let f = v as f64;
-                let want = lo_v.is_none_or(|l| f >= l) && hi_v.is_none_or(|h| f <= h);
+                let want = lo_v.map_or(true, |l| f >= l) && hi_v.map_or(true, |h| f <= h);
                 assert_eq!(matches(&e, &v.to_string()), want, "{v} in [{lo:?}, {hi:?}]");
             }
             assert!(!matches(&e, "007"));
@@ -724,7 +771,8 @@ mod tests {
 
     #[test]
     fn decimal_ranges_are_exact() {
-        let cases: &[(Option<(&str, bool)>, Option<(&str, bool)>)] = &[
+        type Bound = Option<(&'static str, bool)>;
+        let cases: &[(Bound, Bound)] = &[
             (Some(("0.5", false)), Some(("2.25", true))),
             (Some(("-1.5", true)), Some(("0", false))),
             (Some(("0", true)), None),
@@ -748,11 +796,13 @@ mod tests {
                     continue; // `-0.0` is rejected (documented)
                 }
                 let ok_lo =
-                    lo.is_none_or(
+                    lo.map_or(
+                        true,
                         |(l, ex)| if ex { f > l.parse::<f64>().unwrap() } else { f >= l.parse::<f64>().unwrap() },
                     );
                 let ok_hi =
-                    hi.is_none_or(
+                    hi.map_or(
+                        true,
                         |(h, ex)| if ex { f < h.parse::<f64>().unwrap() } else { f <= h.parse::<f64>().unwrap() },
                     );
                 assert_eq!(matches(&e, t), ok_lo && ok_hi, "{t} in {lo:?}..{hi:?}");

@@ -8,8 +8,9 @@
 //! declared property that may still appear" — `first(i)` before any member, `after(i)` once
 //! one was written — whose states are inlined when used once and become rules otherwise, so
 //! an object of required properties is a single sequence and optional properties cost a rule
-//! each at most. With [`PropertyOrder::Any`](super::PropertyOrder::Any) and at most
-//! [`MAX_ANY_ORDER`] declared properties, the states are the sets of properties written so far.
+//! each at most. With [`PropertyOrder::Any`](super::PropertyOrder::Any), the states are the
+//! sets of properties written so far (up to [`MAX_ANY_ORDER`] declared properties), else the
+//! sets of required properties written so far (up to [`MAX_ANY_ORDER_REQUIRED`]).
 
 use serde_json::{Map, Value};
 
@@ -21,8 +22,12 @@ use crate::frontend::regex::{Anchoring, Regex};
 use crate::grammar::Expr;
 use crate::util::hash::FastMap;
 
-/// The most declared properties for which [`PropertyOrder::Any`] is exact.
+/// The most declared properties for which [`PropertyOrder::Any`] also forbids repeating an
+/// optional property.
 pub(super) const MAX_ANY_ORDER: usize = 6;
+
+/// The most required properties [`PropertyOrder::Any`] tracks (one rule per subset).
+pub(super) const MAX_ANY_ORDER_REQUIRED: usize = 8;
 
 struct Prop {
     member: Expr,
@@ -102,6 +107,8 @@ impl Lowerer<'_> {
             }
         }
         let mut list: Vec<(String, Prop)> = Vec::new();
+        // Keys that may not appear at all (their schema is unsatisfiable).
+        let mut excluded: Vec<String> = forbidden.to_vec();
         for (key, schema, kptr) in declared {
             let is_required = required.contains(&key);
             if forbidden.contains(&key) {
@@ -147,6 +154,7 @@ impl Lowerer<'_> {
                 if is_required {
                     return Ok(never());
                 }
+                excluded.push(key);
                 continue;
             }
             let member = Expr::Seq(vec![literal_string(&key), self.layout.colon(), value]);
@@ -155,19 +163,26 @@ impl Lowerer<'_> {
 
         // Additional members: pattern properties, then other keys.
         let mut extra = Vec::new();
-        for (i, (pat, ps, re)) in patterns.iter().enumerate() {
-            let Some(re) = re else { continue };
+        for (pat, ps, re) in &patterns {
             let pptr = Lowerer::child(ptr, "patternProperties", pat);
-            let key = match re.to_expr(pat, Anchoring::Search, &mut super::string::json_char) {
-                Ok(k) => k,
-                Err(e) => {
-                    self.relax("patternProperties", &pptr, format!("pattern not enforced: {}", e.syntax().message()))?;
-                    continue;
+            let key = match re.as_ref().map(|re| re.to_expr(pat, Anchoring::Search, &mut super::string::json_char)) {
+                Some(Ok(k)) => Expr::Seq(vec![Expr::literal("\""), k, Expr::literal("\"")]),
+                Some(Err(e)) => {
+                    self.relax(
+                        "patternProperties",
+                        &pptr,
+                        format!("pattern not enforced on keys: {}", e.syntax().message()),
+                    )?;
+                    super::string::any_string()
+                }
+                None => {
+                    let why = Regex::parse(pat).err().map(|e| e.syntax().message().to_string()).unwrap_or_default();
+                    self.relax("patternProperties", &pptr, format!("pattern not enforced on keys: {why}"))?;
+                    super::string::any_string()
                 }
             };
             let value = self.schema_value(ps, &pptr, level + 1)?;
-            let _ = i;
-            extra.push(seq(vec![Expr::literal("\""), key, Expr::literal("\""), self.layout.colon(), value]));
+            extra.push(seq(vec![key, self.layout.colon(), value]));
         }
         let other_value = self.schema_value(&additional_schema, &format!("{ptr}/additionalProperties"), level + 1)?;
         if !is_never(&other_value) {
@@ -181,7 +196,7 @@ impl Lowerer<'_> {
                 )?;
             }
             let names: Vec<&str> =
-                list.iter().map(|(k, _)| k.as_str()).chain(forbidden.iter().map(String::as_str)).collect();
+                list.iter().map(|(k, _)| k.as_str()).chain(excluded.iter().map(String::as_str)).collect();
             let key = match names_schema {
                 Some(ns) => {
                     let ns = super::merge::merge_pair(
@@ -238,19 +253,22 @@ impl Lowerer<'_> {
             self.relax("minProperties", ptr, "minProperties beyond the required properties is not enforced")?;
         }
         if let Some(mx) = max_p {
-            if most.is_none_or(|most| most > mx) {
+            if most.map_or(true, |most| most > mx) {
                 self.relax("maxProperties", ptr, "maxProperties is not enforced")?;
             }
         }
         let props: Vec<Prop> = list.into_iter().map(|(_, p)| p).collect();
-        let members = if self.opts.property_order == PropertyOrder::Any && props.len() <= MAX_ANY_ORDER {
+        let n_req = props.iter().filter(|p| p.required).count();
+        let members = if self.opts.property_order == PropertyOrder::Any
+            && (props.len() <= MAX_ANY_ORDER || n_req <= MAX_ANY_ORDER_REQUIRED)
+        {
             self.any_order(&props, additional.as_ref(), level)?
         } else {
             if self.opts.property_order == PropertyOrder::Any {
                 self.relax(
                     "properties",
                     ptr,
-                    format!("more than {MAX_ANY_ORDER} properties: declared order is enforced"),
+                    format!("more than {MAX_ANY_ORDER_REQUIRED} required properties: declared order is enforced"),
                 )?;
             }
             self.declared_order(&props, additional.as_ref(), level)?
@@ -352,13 +370,35 @@ impl Lowerer<'_> {
         Ok(done.remove(&Node::First(0)).expect("the start is reachable"))
     }
 
-    /// Members in any order: the states are the sets of declared properties written so far.
+    /// Members in any order. Up to [`MAX_ANY_ORDER`] properties, the states are the sets of
+    /// properties written so far (no key twice); beyond, the sets of required properties
+    /// written so far (an optional key may repeat; each occurrence is validated).
     fn any_order(&mut self, props: &[Prop], additional: Option<&Expr>, level: u32) -> Result<Expr, SchemaError> {
-        let n = props.len();
         let comma = self.layout.comma(level);
-        let full: u32 = (1 << n) - 1;
-        let required: u32 = props.iter().enumerate().filter(|(_, p)| p.required).map(|(i, _)| 1 << i).sum();
-        // rest(set): what may follow once `set` was written and at least one member exists.
+        let exact = props.len() <= MAX_ANY_ORDER;
+        // The bit each property sets in the state (none for repeatable optional ones).
+        let mut bits = Vec::with_capacity(props.len());
+        let mut next_bit = 0;
+        for p in props {
+            if exact || p.required {
+                bits.push(Some(next_bit));
+                next_bit += 1;
+            } else {
+                bits.push(None);
+            }
+        }
+        let full: u32 = (1u32 << next_bit) - 1;
+        let required: u32 = props.iter().zip(&bits).filter(|(p, _)| p.required).map(|(_, b)| 1u32 << b.unwrap()).sum();
+        // Members used from many states go through rules.
+        let mut members = Vec::with_capacity(props.len());
+        for p in props {
+            let m = if full > 1 && p.member.node_count() > 8 {
+                self.rule_for("member", p.member.clone())?
+            } else {
+                p.member.clone()
+            };
+            members.push(m);
+        }
         let ids: Vec<_> = (0..=full).map(|_| self.new_rule("anyorder")).collect();
         for set in 0..=full {
             let mut alts = Vec::new();
@@ -368,13 +408,13 @@ impl Lowerer<'_> {
             if let Some(a) = additional {
                 alts.push(Expr::Seq(vec![comma.clone(), a.clone(), Expr::Rule(ids[set as usize])]));
             }
-            for (i, p) in props.iter().enumerate() {
-                if set & (1 << i) == 0 {
-                    alts.push(Expr::Seq(vec![
-                        comma.clone(),
-                        p.member.clone(),
-                        Expr::Rule(ids[(set | 1 << i) as usize]),
-                    ]));
+            for (m, b) in members.iter().zip(&bits) {
+                match b {
+                    Some(b) if set & (1 << b) != 0 => {}
+                    Some(b) => {
+                        alts.push(Expr::Seq(vec![comma.clone(), m.clone(), Expr::Rule(ids[(set | 1 << b) as usize])]))
+                    }
+                    None => alts.push(Expr::Seq(vec![comma.clone(), m.clone(), Expr::Rule(ids[set as usize])])),
                 }
             }
             self.define(ids[set as usize], choice(alts));
@@ -383,8 +423,9 @@ impl Lowerer<'_> {
         if let Some(a) = additional {
             first.push(Expr::Seq(vec![a.clone(), Expr::Rule(ids[0])]));
         }
-        for (i, p) in props.iter().enumerate() {
-            first.push(Expr::Seq(vec![p.member.clone(), Expr::Rule(ids[1 << i])]));
+        for (m, b) in members.iter().zip(&bits) {
+            let to = b.map_or(0, |b| 1usize << b);
+            first.push(Expr::Seq(vec![m.clone(), Expr::Rule(ids[to])]));
         }
         Ok(choice(first))
     }

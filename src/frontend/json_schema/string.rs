@@ -134,16 +134,47 @@ pub(super) fn json_char(class: &CharClass) -> Expr {
     choice(alts)
 }
 
-/// Any JSON string character.
+/// Any JSON string character; a surrogate pair is one character (as `maxLength` counts).
 pub(super) fn any_json_char() -> Expr {
+    let h = || hex_digit(0, 15);
+    // `u` + a BMP code point that is not a surrogate, or a high + low surrogate pair.
+    let u = Expr::Seq(vec![
+        Expr::literal("u"),
+        Expr::Choice(vec![
+            Expr::Seq(vec![
+                Expr::class(
+                    [
+                        ('0' as u32, '9' as u32),
+                        ('a' as u32, 'c' as u32),
+                        ('A' as u32, 'C' as u32),
+                        ('e' as u32, 'f' as u32),
+                        ('E' as u32, 'F' as u32),
+                    ],
+                    false,
+                ),
+                h(),
+                h(),
+                h(),
+            ]),
+            Expr::Seq(vec![hex_digit(13, 13), hex_digit(0, 7), h(), h()]),
+            Expr::Seq(vec![
+                hex_digit(13, 13),
+                hex_digit(8, 11),
+                h(),
+                h(),
+                Expr::literal("\\u"),
+                hex_digit(13, 13),
+                hex_digit(12, 15),
+                h(),
+                h(),
+            ]),
+        ]),
+    ]);
     Expr::Choice(vec![
         Expr::class([(0x22, 0x22), (0x5C, 0x5C), (0, 0x1F)], true),
         Expr::Seq(vec![
             Expr::literal("\\"),
-            Expr::Choice(vec![
-                Expr::class(SHORT_ESCAPES.iter().map(|&(_, l)| (u32::from(l), u32::from(l))), false),
-                Expr::Seq(vec![Expr::literal("u"), Expr::repeat(hex_digit(0, 15), 4, Some(4))]),
-            ]),
+            Expr::Choice(vec![Expr::class(SHORT_ESCAPES.iter().map(|&(_, l)| (u32::from(l), u32::from(l))), false), u]),
         ]),
     ])
 }
@@ -298,7 +329,7 @@ impl Lowerer<'_> {
                     self.relax("minLength", ptr, "minLength together with pattern/format is not enforced")?;
                 }
                 if let Some(max) = max {
-                    if lmax.is_none_or(|l| l > max) {
+                    if lmax.map_or(true, |l| l > max) {
                         self.relax("maxLength", ptr, "maxLength together with pattern/format is not enforced")?;
                     }
                 }
