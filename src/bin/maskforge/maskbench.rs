@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use maskforge::cache::MaskCacheMode;
 use maskforge::maskbench::{run_file, summarize, FileResult, MaskBenchConfig};
 use maskforge::tokenizer::load_tokenizer;
 use maskforge::util::stats::Summary;
@@ -29,12 +30,12 @@ pub struct MaskbenchArgs {
     /// Per-file time limit in seconds.
     #[arg(long, default_value_t = 60.0)]
     limit_s: f64,
-    /// Mask computation mode: `jit`, `aot` or a number K of states precomputed. Only `jit`
-    /// exists until the mask cache lands (masks are computed by the exact oracle).
+    /// When token-mask cache entries are built: `jit` (on first use), `aot` (every reachable
+    /// state at compile time, part of TTFM) or a number K (the K most expensive states at
+    /// compile time, the rest on first use).
     #[arg(long, default_value = "jit")]
     mode: String,
-    /// Check tokens with accept_token only (no masks, no TBM): same verdicts, much faster
-    /// while masks come from the oracle.
+    /// Check tokens with accept_token only (no masks, no TBM): the same verdicts, faster.
     #[arg(long)]
     accept_only: bool,
     /// Treat `format` as an annotation (not enforced).
@@ -65,14 +66,15 @@ fn name_of(p: &Path) -> String {
 }
 
 pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
-    if args.mode != "jit" {
-        return Err(format!(
-            "--mode {}: only `jit` is available until the mask cache lands (CompilerConfig has no mode yet)",
-            args.mode
-        ));
-    }
+    let mode = match args.mode.as_str() {
+        "jit" => MaskCacheMode::Jit,
+        "aot" => MaskCacheMode::Aot,
+        k => MaskCacheMode::Precompute(
+            k.parse().map_err(|_| format!("--mode {k}: expected `jit`, `aot` or a number of states"))?,
+        ),
+    };
     let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
-    let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+    let compiler = GrammarCompiler::new(vocab, CompilerConfig::default().cache_mode(mode));
     let mut config = MaskBenchConfig {
         limit: Duration::from_secs_f64(args.limit_s),
         masks: !args.accept_only,
