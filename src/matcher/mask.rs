@@ -8,7 +8,7 @@ use crate::cache::AdaptiveTokenMask;
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
 use crate::fsm::{RuleKind, StateId};
-use crate::tokenizer::common_prefix_len;
+use super::oracle::walk_tokens;
 
 /// Reusable buffers of the mask computation.
 #[derive(Clone, Debug, Default)]
@@ -74,7 +74,8 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
     }
     scratch.check.sort_unstable();
     scratch.check.dedup();
-    check_with_parser(parser, grammar, &scratch.check, out);
+    let ids = vocab.sorted_token_ids();
+    walk_tokens(parser, vocab, scratch.check.iter().map(|&pos| ids[pos as usize]), out);
 }
 
 /// ORs the accepted tokens of an entry into `out`.
@@ -134,42 +135,4 @@ fn for_each_accepted(
 
 fn out_words(vocab_size: usize) -> usize {
     crate::util::bitset::mask_words(vocab_size)
-}
-
-/// Runs the tokens at sorted positions `positions` (ascending) through the parser and sets the
-/// bits of those it accepts, skipping tokens already allowed.
-fn check_with_parser(parser: &mut Parser, grammar: &CompiledGrammar, positions: &[u32], out: &mut [u32]) {
-    let vocab = grammar.vocabulary();
-    let ids = vocab.sorted_token_ids();
-    let base = parser.byte_len();
-    let mut prev: &[u8] = &[];
-    let mut held = 0usize;
-    let mut failed_at: Option<usize> = None;
-    for &pos in positions {
-        let id = ids[pos as usize];
-        if out[id as usize / 32] >> (id % 32) & 1 == 1 {
-            continue;
-        }
-        let bytes = vocab.token_bytes(id);
-        let common = common_prefix_len(prev, bytes);
-        if let Some(f) = failed_at {
-            if common > f {
-                continue; // extends a rejected prefix
-            }
-            failed_at = None;
-        }
-        let common = common.min(held);
-        if held > common {
-            parser.pop_bytes(held - common);
-            held = common;
-        }
-        held += parser.advance_bytes(&bytes[held..]);
-        if held == bytes.len() {
-            out[id as usize / 32] |= 1 << (id % 32);
-        } else {
-            failed_at = Some(held);
-        }
-        prev = bytes;
-    }
-    parser.truncate_bytes(base);
 }

@@ -7,33 +7,44 @@
 //! following token with that prefix is skipped without touching the parser.
 
 use crate::earley::Parser;
-use crate::tokenizer::Vocabulary;
+use crate::tokenizer::{common_prefix_len, Vocabulary};
 
 /// Sets the bit of every normal token whose bytes the parser accepts from its current state.
 /// Stop tokens and special tokens are left to the caller. The parser is restored on return.
 pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32]) {
+    walk_tokens(parser, vocab, vocab.sorted_token_ids().iter().copied(), out);
+}
+
+/// Runs the tokens `ids` (in the vocabulary's byte order) through the parser, sharing common
+/// prefixes between consecutive ones, and sets the bits of those it accepts. Tokens whose bit
+/// is already set are skipped. The parser is restored on return. Used by the oracle over the
+/// whole vocabulary and by the cached mask over its uncertain tokens.
+pub(crate) fn walk_tokens(parser: &mut Parser, vocab: &Vocabulary, ids: impl Iterator<Item = u32>, out: &mut [u32]) {
     let base = parser.byte_len();
+    // The last walked token, the bytes of it the parser holds, and the length of a prefix of it
+    // known to fail.
     let mut prev: &[u8] = &[];
-    // Bytes of `prev` the parser currently holds, and the length of a prefix known to fail.
     let mut held = 0usize;
     let mut failed_at: Option<usize> = None;
-    for &id in vocab.sorted_token_ids() {
+    for id in ids {
+        if out[id as usize / 32] >> (id % 32) & 1 == 1 {
+            continue;
+        }
         let bytes = vocab.token_bytes(id);
-        let lcp = common_prefix(prev, bytes);
+        let lcp = common_prefix_len(prev, bytes);
         if let Some(f) = failed_at {
             // `prev[..=f]` was rejected; a token sharing it is rejected too.
             if lcp > f {
-                prev = bytes;
                 continue;
             }
             failed_at = None;
         }
-        if held > lcp {
-            parser.pop_bytes(held - lcp);
-            held = lcp;
+        let common = lcp.min(held);
+        if held > common {
+            parser.pop_bytes(held - common);
+            held = common;
         }
-        let n = parser.advance_bytes(&bytes[held..]);
-        held += n;
+        held += parser.advance_bytes(&bytes[held..]);
         if held == bytes.len() {
             out[id as usize / 32] |= 1 << (id % 32);
         } else {
@@ -42,9 +53,4 @@ pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32])
         prev = bytes;
     }
     parser.truncate_bytes(base);
-}
-
-#[inline]
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
