@@ -4,11 +4,11 @@
 //! between consecutive checks. Scratch buffers belong to the matcher and are reused, so a warm
 //! step does not allocate.
 
+use super::oracle::walk_tokens;
 use crate::cache::AdaptiveTokenMask;
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
 use crate::fsm::{RuleKind, StateId};
-use super::oracle::walk_tokens;
 
 /// Reusable buffers of the mask computation.
 #[derive(Clone, Debug, Default)]

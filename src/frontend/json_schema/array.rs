@@ -87,7 +87,7 @@ impl Lowerer<'_> {
         // Elements from index `i` on (the element at `i` included, no leading comma).
         let clamp = |x: u64| x.min(u64::from(u32::MAX)) as u32;
         let mut tail: Option<Expr> = None; // elements from index `k` on, when any may exist
-        if max_items.map_or(true, |x| x > k) && !is_never(&rest) {
+        if max_items.is_none_or(|x| x > k) && !is_never(&rest) {
             let at_least = min_items.saturating_sub(k).max(1);
             let more_min = clamp(at_least - 1);
             let more_max = max_items.map(|x| clamp(x - k - 1));
@@ -119,7 +119,7 @@ impl Lowerer<'_> {
     }
 
     fn unique_items(&mut self, m: &Map<String, Value>, ptr: &str, max_items: Option<u64>) -> Result<(), SchemaError> {
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) && max_items.map_or(true, |x| x > 1) {
+        if m.get("uniqueItems") == Some(&Value::Bool(true)) && max_items.is_none_or(|x| x > 1) {
             self.relax("uniqueItems", ptr, "items are not checked for uniqueness")?;
         }
         Ok(())

@@ -776,7 +776,7 @@ pub(super) fn expr_matches(e: &Expr, input: &[u8]) -> bool {
                 }
                 let mut acc = cur.clone();
                 let mut k = r.min;
-                while r.max.map_or(true, |m| k < m) && !cur.is_empty() {
+                while r.max.is_none_or(|m| k < m) && !cur.is_empty() {
                     cur = ends(&r.expr, &cur, s);
                     cur.retain(|x| !acc.contains(x));
                     acc.extend(cur.iter().copied());

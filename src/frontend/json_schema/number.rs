@@ -247,7 +247,7 @@ fn int_range(lo: Option<Dec>, hi: Option<Dec>) -> Expr {
     }
     let mut alts = Vec::new();
     // Non-negative part.
-    let hi_nonneg = hi.as_ref().map_or(true, |h| !h.neg);
+    let hi_nonneg = hi.as_ref().is_none_or(|h| !h.neg);
     if hi_nonneg {
         let from = match &lo {
             Some(l) if !l.neg => l.int.clone(),
@@ -256,7 +256,7 @@ fn int_range(lo: Option<Dec>, hi: Option<Dec>) -> Expr {
         alts.push(nonneg_range(&from, hi.as_ref().map(|h| h.int.as_str())));
     }
     // Negative part: magnitudes in [max(1, -hi), -lo].
-    let lo_neg = lo.as_ref().map_or(true, |l| l.neg);
+    let lo_neg = lo.as_ref().is_none_or(|l| l.neg);
     if lo_neg {
         let from = match &hi {
             Some(h) if h.neg => h.int.clone(),
@@ -267,7 +267,7 @@ fn int_range(lo: Option<Dec>, hi: Option<Dec>) -> Expr {
         alts.push(super::lower::seq(vec![Expr::literal("-"), mags]));
     }
     // `-0` is a valid JSON integer with value 0.
-    let zero_in = lo.as_ref().map_or(true, |l| l.neg || l.int == "0") && hi_nonneg;
+    let zero_in = lo.as_ref().is_none_or(|l| l.neg || l.int == "0") && hi_nonneg;
     if zero_in {
         alts.push(Expr::literal("-0"));
     }
@@ -472,9 +472,8 @@ fn nonneg_decimal(lo: (&Dec, bool), hi: Option<(&Dec, bool)>) -> Expr {
 /// way. These are what serializers write for very small and very large floats.
 fn exponent_forms(lo: &Option<(Dec, bool)>, hi: &Option<(Dec, bool)>) -> Vec<Expr> {
     let d = |t: &str| Dec::from_text(t).unwrap();
-    let le =
-        |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().map_or(true, |(b, _)| b.cmp(x) != std::cmp::Ordering::Greater);
-    let ge = |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().map_or(true, |(b, _)| b.cmp(x) != std::cmp::Ordering::Less);
+    let le = |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().is_none_or(|(b, _)| b.cmp(x) != std::cmp::Ordering::Greater);
+    let ge = |a: &Option<(Dec, bool)>, x: &Dec| a.as_ref().is_none_or(|(b, _)| b.cmp(x) != std::cmp::Ordering::Less);
     let e = || Expr::class([('e' as u32, 'e' as u32), ('E' as u32, 'E' as u32)], false);
     let mantissa = || Expr::Seq(vec![dec_digit(1, 9), Expr::opt(Expr::Seq(vec![Expr::literal("."), any_digits()]))]);
     let tiny = || {
@@ -518,7 +517,7 @@ fn decimal_range(lo: Option<(Dec, bool)>, hi: Option<(Dec, bool)>) -> Expr {
     let zero = Dec { neg: false, int: "0".into(), frac: String::new() };
     let mut alts = exponent_forms(&lo, &hi);
     // x >= 0 part.
-    if hi.as_ref().map_or(true, |(h, ex)| !(h.neg || (*ex && *h == zero))) {
+    if hi.as_ref().is_none_or(|(h, ex)| !(h.neg || (*ex && *h == zero))) {
         let lo_nn = match &lo {
             Some((l, ex)) if !l.neg => (l.clone(), *ex),
             _ => (zero.clone(), false),
@@ -526,7 +525,7 @@ fn decimal_range(lo: Option<(Dec, bool)>, hi: Option<(Dec, bool)>) -> Expr {
         alts.push(nonneg_decimal((&lo_nn.0, lo_nn.1), hi.as_ref().map(|(h, ex)| (h, *ex))));
     }
     // x < 0 part: magnitudes in (0 or -hi, -lo].
-    if lo.as_ref().map_or(true, |(l, _)| l.neg) {
+    if lo.as_ref().is_none_or(|(l, _)| l.neg) {
         let mag_lo = match &hi {
             Some((h, ex)) if h.neg => (h.neg(), *ex),
             _ => (zero.clone(), true),
@@ -762,7 +761,7 @@ mod tests {
             let hi_v = hi.map(|x| x.parse::<f64>().unwrap());
             for v in -1200i64..5000 {
                 let f = v as f64;
-                let want = lo_v.map_or(true, |l| f >= l) && hi_v.map_or(true, |h| f <= h);
+                let want = lo_v.is_none_or(|l| f >= l) && hi_v.is_none_or(|h| f <= h);
                 assert_eq!(matches(&e, &v.to_string()), want, "{v} in [{lo:?}, {hi:?}]");
             }
             assert!(!matches(&e, "007"));
@@ -796,13 +795,11 @@ mod tests {
                     continue; // `-0.0` is rejected (documented)
                 }
                 let ok_lo =
-                    lo.map_or(
-                        true,
+                    lo.is_none_or(
                         |(l, ex)| if ex { f > l.parse::<f64>().unwrap() } else { f >= l.parse::<f64>().unwrap() },
                     );
                 let ok_hi =
-                    hi.map_or(
-                        true,
+                    hi.is_none_or(
                         |(h, ex)| if ex { f < h.parse::<f64>().unwrap() } else { f <= h.parse::<f64>().unwrap() },
                     );
                 assert_eq!(matches(&e, t), ok_lo && ok_hi, "{t} in {lo:?}..{hi:?}");

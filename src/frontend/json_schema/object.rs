@@ -253,7 +253,7 @@ impl Lowerer<'_> {
             self.relax("minProperties", ptr, "minProperties beyond the required properties is not enforced")?;
         }
         if let Some(mx) = max_p {
-            if most.map_or(true, |most| most > mx) {
+            if most.is_none_or(|most| most > mx) {
                 self.relax("maxProperties", ptr, "maxProperties is not enforced")?;
             }
         }

@@ -329,7 +329,7 @@ impl Lowerer<'_> {
                     self.relax("minLength", ptr, "minLength together with pattern/format is not enforced")?;
                 }
                 if let Some(max) = max {
-                    if lmax.map_or(true, |l| l > max) {
+                    if lmax.is_none_or(|l| l > max) {
                         self.relax("maxLength", ptr, "maxLength together with pattern/format is not enforced")?;
                     }
                 }

@@ -257,7 +257,7 @@ fn keyword(root: &Value, m: &serde_json::Map<String, Value>, k: &str, s: &Value,
                     Invalid => {}
                 }
             }
-            bool_of(n >= min && max.map_or(true, |m| n <= m))
+            bool_of(n >= min && max.is_none_or(|m| n <= m))
         }),
         "minContains" | "maxContains" => Valid,
         "unevaluatedProperties" | "unevaluatedItems" => {
