@@ -17,17 +17,12 @@ use maskforge::parse_ebnf;
 use maskforge::util::stats::Summary;
 use serde_json::Value;
 
+mod common;
+use common::arg;
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str, default: &str| -> String {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-            .unwrap_or_else(|| default.to_string())
-    };
-    let default_tools = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tools/tools.jsonl");
-    let path = arg("--tools", default_tools);
+    let default_tools = maskforge::tokenizer::fixtures_dir().join("corpus/tools/tools.jsonl");
+    let path = arg("--tools", &default_tools.to_string_lossy());
     let count: usize = arg("--count", "50").parse().expect("--count takes a number");
     let iters: usize = arg("--iters", "200").parse().expect("--iters takes a number");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));

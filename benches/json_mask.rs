@@ -12,15 +12,10 @@ use maskforge::tokenizer::load_tokenizer;
 use maskforge::util::stats::Summary;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 
+mod common;
+use common::arg;
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str, default: &str| -> String {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-            .unwrap_or_else(|| default.to_string())
-    };
     let tokenizer = arg("--tokenizer", "llama3");
     let n_docs: usize = arg("--docs", "20").parse().expect("--docs takes a number");
     let mode = match arg("--mode", "jit").as_str() {

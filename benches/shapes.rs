@@ -57,15 +57,12 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+mod common;
+use common::arg;
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let tokenizer = args
-        .iter()
-        .position(|a| a == "--tokenizer")
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-        .unwrap_or("llama3");
-    let (vocab, encoder) = load_tokenizer(tokenizer).unwrap_or_else(|e| panic!("{e}"));
+    let tokenizer = arg("--tokenizer", "llama3");
+    let (vocab, encoder) = load_tokenizer(&tokenizer).unwrap_or_else(|e| panic!("{e}"));
     for case in cases() {
         let jit = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
         let t = Instant::now();

@@ -105,21 +105,30 @@ impl<'a> Parser<'a> {
                 let value = self.macro_value(1)?;
                 args.positional.push(value);
             }
-            let sep = self.peek()?;
-            match sep.kind {
-                TokenKind::Comma => {
-                    self.bump()?;
-                }
-                TokenKind::RParen => break,
-                _ => {
-                    let sep = sep.clone();
-                    return Err(self.expected(&sep, "`,` or `)` in macro arguments"));
-                }
+            if self.end_of_list("`,` or `)` in macro arguments")? {
+                break;
             }
         }
         let close = self.bump()?;
         args.span = Span::new(open.span.start, close.span.end);
         Ok(args)
+    }
+
+    /// After a list element: consumes a `,` and returns `false`, or sees the closing `)` and
+    /// returns `true`; anything else is an error expecting `what`.
+    fn end_of_list(&mut self, what: &str) -> Result<bool, SyntaxError> {
+        let sep = self.peek()?;
+        match sep.kind {
+            TokenKind::Comma => {
+                self.bump()?;
+                Ok(false)
+            }
+            TokenKind::RParen => Ok(true),
+            _ => {
+                let sep = sep.clone();
+                Err(self.expected(&sep, what))
+            }
+        }
     }
 
     /// Consumes `name =` and returns the name, if that is what comes next.
@@ -161,16 +170,8 @@ impl<'a> Parser<'a> {
                         break;
                     }
                     items.push(self.macro_value(depth + 1)?);
-                    let sep = self.peek()?;
-                    match sep.kind {
-                        TokenKind::Comma => {
-                            self.bump()?;
-                        }
-                        TokenKind::RParen => break,
-                        _ => {
-                            let sep = sep.clone();
-                            return Err(self.expected(&sep, "`,` or `)` in a tuple"));
-                        }
+                    if self.end_of_list("`,` or `)` in a tuple")? {
+                        break;
                     }
                 }
                 let close = self.bump()?;

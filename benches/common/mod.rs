@@ -1,0 +1,7 @@
+//! Shared by the `harness = false` benchmark programs: command-line options.
+
+/// The value after `--name` on the command line, or `default`.
+pub fn arg(name: &str, default: &str) -> String {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_string())
+}
