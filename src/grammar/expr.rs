@@ -180,6 +180,19 @@ impl Expr {
             stack.extend(e.children().iter().rev());
         }
     }
+    /// Whether the expression matches at least one string, given which rules do
+    /// (`productive[r]` for rule `r`).
+    pub fn is_productive(&self, productive: &[bool]) -> bool {
+        match self {
+            Expr::Empty | Expr::Bytes(_) => true,
+            Expr::Class(c) => !c.is_empty(),
+            Expr::Rule(r) => productive[r.index()],
+            Expr::Seq(v) => v.iter().all(|x| x.is_productive(productive)),
+            Expr::Choice(v) => v.iter().any(|x| x.is_productive(productive)),
+            Expr::Repeat(r) => r.min == 0 || r.expr.is_productive(productive),
+        }
+    }
+
     /// The nesting depth (a leaf has depth 1), computed without recursion.
     pub fn depth(&self) -> usize {
         let mut max = 0;

@@ -207,7 +207,7 @@ impl<'a> Lowerer<'a> {
         loop {
             let mut changed = false;
             for r in 0..n {
-                if !productive[r] && is_productive(&bodies[r], &productive) {
+                if !productive[r] && bodies[r].is_productive(&productive) {
                     productive[r] = true;
                     changed = true;
                 }
@@ -720,26 +720,15 @@ fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> 
     }
 }
 
-fn is_productive(e: &Expr, productive: &[bool]) -> bool {
-    match e {
-        Expr::Empty | Expr::Bytes(_) => true,
-        Expr::Class(c) => !c.is_empty(),
-        Expr::Rule(r) => productive[r.index()],
-        Expr::Seq(items) => items.iter().all(|x| is_productive(x, productive)),
-        Expr::Choice(alts) => alts.iter().any(|x| is_productive(x, productive)),
-        Expr::Repeat(r) => r.min == 0 || is_productive(&r.expr, productive),
-    }
-}
-
 /// `e` without its unproductive parts (`e` itself is productive).
 fn prune(e: &Expr, productive: &[bool]) -> Expr {
     match e {
         Expr::Seq(items) => Expr::Seq(items.iter().map(|x| prune(x, productive)).collect()),
         Expr::Choice(alts) => {
-            Expr::Choice(alts.iter().filter(|x| is_productive(x, productive)).map(|x| prune(x, productive)).collect())
+            Expr::Choice(alts.iter().filter(|x| x.is_productive(productive)).map(|x| prune(x, productive)).collect())
         }
         Expr::Repeat(r) => {
-            if is_productive(&r.expr, productive) {
+            if r.expr.is_productive(productive) {
                 Expr::repeat(prune(&r.expr, productive), r.min, r.max)
             } else {
                 Expr::Empty

@@ -92,25 +92,13 @@ mod tests {
         Rule { name: name.to_string(), body, lookahead: None }
     }
 
-    /// Whether `e` matches some string, given which rules do.
-    fn is_productive(e: &Expr, productive: &[bool]) -> bool {
-        match e {
-            Expr::Empty | Expr::Bytes(_) => true,
-            Expr::Class(c) => !c.is_empty(),
-            Expr::Rule(r) => productive[r.index()],
-            Expr::Seq(v) => v.iter().all(|x| is_productive(x, productive)),
-            Expr::Choice(v) => v.iter().any(|x| is_productive(x, productive)),
-            Expr::Repeat(r) => r.min == 0 || is_productive(&r.expr, productive),
-        }
-    }
-
     /// The fixpoint by repeated evaluation, as a reference.
     fn reference(rules: &[Rule]) -> Vec<bool> {
         let mut productive = vec![false; rules.len()];
         loop {
             let mut changed = false;
             for (i, r) in rules.iter().enumerate() {
-                if !productive[i] && is_productive(&r.body, &productive) {
+                if !productive[i] && r.body.is_productive(&productive) {
                     productive[i] = true;
                     changed = true;
                 }
