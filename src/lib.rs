@@ -48,7 +48,9 @@ pub use frontend::json_schema::{
 };
 pub use frontend::regex::RegexError;
 pub use frontend::{Position, Span, SyntaxError};
-pub use grammar::{CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId};
+pub use grammar::{
+    CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Rule, RuleId, TagDispatch, TokenSet, Trigger,
+};
 pub use matcher::{GrammarMatcher, MatcherConfig, MatcherError};
 pub use tokenizer::{TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;

@@ -235,6 +235,7 @@ impl Builder<'_> {
                 nfa.add_edge(from, Label::Rule(r), next);
                 next
             }
+            Expr::Token(_) | Expr::TagDispatch(_) => todo!("issue 6: token-level elements and TagDispatch automata"),
             Expr::Seq(items) => items.iter().fold(from, |cur, x| self.expr(nfa, x, cur)),
             Expr::Choice(alts) => {
                 let end = nfa.add_state();
@@ -352,6 +353,19 @@ fn estimate_states(e: &Expr) -> usize {
         Expr::Bytes(b) => b.len(),
         Expr::Class(c) => 1 + 3 * c.resolved_ranges().len().min(64),
         Expr::Rule(_) => 1,
+        Expr::Token(_) => 6,
+        Expr::TagDispatch(t) => {
+            let text: usize = t
+                .triggers
+                .iter()
+                .chain(&t.excludes)
+                .map(|x| match x {
+                    crate::grammar::Trigger::Text(b) => b.len(),
+                    crate::grammar::Trigger::Token(_) => 5,
+                })
+                .sum();
+            text.saturating_add(t.stop_strings.iter().map(Vec::len).sum()).saturating_add(8)
+        }
         Expr::Seq(v) | Expr::Choice(v) => v.iter().map(estimate_states).fold(1usize, |a, b| a.saturating_add(b)),
         Expr::Repeat(r) => {
             let copies = r.max.unwrap_or(r.min).max(1) as usize;

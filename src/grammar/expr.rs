@@ -85,10 +85,15 @@ impl CharClass {
     }
 }
 
-fn canonical(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+fn canonical(ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    merge_ranges(ranges, MAX_CODE_POINT)
+}
+
+/// Sorted, disjoint, non-adjacent ranges clamped to `..=max`.
+fn merge_ranges(mut ranges: Vec<(u32, u32)>, max: u32) -> Vec<(u32, u32)> {
     ranges.retain(|&(lo, hi)| lo <= hi);
     for r in ranges.iter_mut() {
-        r.1 = r.1.min(MAX_CODE_POINT);
+        r.1 = r.1.min(max);
     }
     ranges.retain(|&(lo, hi)| lo <= hi);
     ranges.sort_unstable();
@@ -119,6 +124,95 @@ pub enum Expr {
     Choice(Vec<Expr>),
     /// The inner expression `min` to `max` times (`None`: unbounded).
     Repeat(Box<Repeat>),
+    /// Exactly one token, identified by its id (not by its text), whose id is in the set.
+    /// Tokenizer-specific: `Token(<|channel|>)`, `ExcludeToken(...)` in EBNF.
+    Token(TokenSet),
+    /// Free text that switches to a sub-grammar when a trigger appears (XGrammar-2 §3.2).
+    TagDispatch(Box<TagDispatch>),
+}
+
+/// A set of token ids given as sorted, disjoint, non-adjacent inclusive ranges, optionally
+/// negated (every token of the vocabulary except these).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct TokenSet {
+    ranges: Vec<(u32, u32)>,
+    negated: bool,
+}
+
+impl TokenSet {
+    /// A set from possibly unsorted, overlapping ranges; `lo > hi` ranges are dropped.
+    pub fn new(ranges: impl IntoIterator<Item = (u32, u32)>, negated: bool) -> Self {
+        TokenSet { ranges: merge_ranges(ranges.into_iter().collect(), u32::MAX), negated }
+    }
+    /// The set of the given ids.
+    pub fn of(ids: impl IntoIterator<Item = u32>) -> Self {
+        TokenSet::new(ids.into_iter().map(|i| (i, i)), false)
+    }
+    /// The ranges as written (before negation).
+    pub fn ranges(&self) -> &[(u32, u32)] {
+        &self.ranges
+    }
+    /// Whether the set is negated (all tokens except `ranges`).
+    pub fn is_negated(&self) -> bool {
+        self.negated
+    }
+    /// Whether token `id` is in the set.
+    pub fn contains(&self, id: u32) -> bool {
+        let inside = self.ranges.iter().any(|&(lo, hi)| lo <= id && id <= hi);
+        inside != self.negated
+    }
+}
+
+/// What starts a tag of a [`TagDispatch`]: a string of the free text, or one token.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Trigger {
+    /// The free text ends with these bytes.
+    Text(Vec<u8>),
+    /// This token (by id) is generated.
+    Token(u32),
+}
+
+/// The payload of [`Expr::TagDispatch`], with XGrammar's semantics: free text is any UTF-8
+/// text that contains no complete trigger and no complete exclude; when a trigger completes,
+/// its body must match in full; afterwards free text resumes (`loop_after_dispatch`) or the
+/// dispatch ends. The free text may end anywhere when `stop_eos` holds, and ends right after
+/// one of `stop_strings` (which is part of the match).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct TagDispatch {
+    /// The triggers, in order; `bodies[i]` follows `triggers[i]`.
+    pub triggers: Vec<Trigger>,
+    /// What must follow each trigger (usually a rule reference).
+    pub bodies: Vec<Expr>,
+    /// Strings or tokens the free text may not contain.
+    pub excludes: Vec<Trigger>,
+    /// Whether the free text may end anywhere (at the end of generation or of the enclosing
+    /// rule).
+    pub stop_eos: bool,
+    /// Strings that end the dispatch; each is part of the match.
+    pub stop_strings: Vec<Vec<u8>>,
+    /// Whether free text resumes after a dispatched body (else the dispatch ends there).
+    pub loop_after_dispatch: bool,
+}
+
+impl TagDispatch {
+    /// A dispatch over `(trigger, body)` pairs with XGrammar's defaults: `stop_eos = true`,
+    /// no stop strings, no excludes, `loop_after_dispatch = true`.
+    pub fn new(tags: impl IntoIterator<Item = (Trigger, Expr)>) -> Self {
+        let (triggers, bodies) = tags.into_iter().unzip();
+        TagDispatch {
+            triggers,
+            bodies,
+            excludes: Vec::new(),
+            stop_eos: true,
+            stop_strings: Vec::new(),
+            loop_after_dispatch: true,
+        }
+    }
+    /// Whether the dispatch can end at all (else it matches no finite string unless a body
+    /// never returns).
+    pub fn can_end(&self) -> bool {
+        self.stop_eos || !self.stop_strings.is_empty()
+    }
 }
 
 /// The payload of [`Expr::Repeat`].
@@ -167,6 +261,7 @@ impl Expr {
         match self {
             Expr::Seq(v) | Expr::Choice(v) => v,
             Expr::Repeat(r) => std::slice::from_ref(&r.expr),
+            Expr::TagDispatch(t) => &t.bodies,
             _ => &[],
         }
     }
@@ -190,6 +285,10 @@ impl Expr {
             Expr::Seq(v) => v.iter().all(|x| x.is_productive(productive)),
             Expr::Choice(v) => v.iter().any(|x| x.is_productive(productive)),
             Expr::Repeat(r) => r.min == 0 || r.expr.is_productive(productive),
+            Expr::Token(t) => t.is_negated() || !t.ranges().is_empty(),
+            Expr::TagDispatch(t) => {
+                t.can_end() || (!t.loop_after_dispatch && t.bodies.iter().any(|b| b.is_productive(productive)))
+            }
         }
     }
 

@@ -20,7 +20,7 @@ mod print;
 use std::sync::Arc;
 
 pub use builder::{GrammarBuilder, GrammarLimits};
-pub use expr::{CharClass, Expr, Repeat, RuleId, MAX_CODE_POINT};
+pub use expr::{CharClass, Expr, Repeat, RuleId, TagDispatch, TokenSet, Trigger, MAX_CODE_POINT};
 pub use print::{escape_literal, write_expr};
 
 /// One named rule: `name ::= body (= lookahead)`.

@@ -79,6 +79,8 @@ fn write_prec(out: &mut impl Write, e: &Expr, g: &Grammar, ctx: Prec) -> fmt::Re
                 write_prec(out, x, g, Prec::Seq)?;
             }
         }
+        Expr::Token(t) => write_token_set(out, t)?,
+        Expr::TagDispatch(t) => write_tag_dispatch(out, t, g)?,
         Expr::Repeat(r) => {
             let inner_is_repeat = matches!(r.expr, Expr::Repeat(_));
             if inner_is_repeat {
@@ -102,6 +104,54 @@ fn write_prec(out: &mut impl Write, e: &Expr, g: &Grammar, ctx: Prec) -> fmt::Re
         out.write_char(')')?;
     }
     Ok(())
+}
+
+/// `Token(1, 2, 3)` or `ExcludeToken(...)`; ranges are written id by id.
+fn write_token_set(out: &mut impl Write, t: &crate::grammar::TokenSet) -> fmt::Result {
+    out.write_str(if t.is_negated() { "ExcludeToken(" } else { "Token(" })?;
+    let ids = t.ranges().iter().flat_map(|&(lo, hi)| lo..=hi);
+    for (i, id) in ids.enumerate() {
+        if i > 0 {
+            out.write_str(", ")?;
+        }
+        write!(out, "{id}")?;
+    }
+    out.write_char(')')
+}
+
+fn write_trigger(out: &mut impl Write, t: &crate::grammar::Trigger) -> fmt::Result {
+    match t {
+        crate::grammar::Trigger::Text(b) => write!(out, "\"{}\"", escape_literal(b)),
+        crate::grammar::Trigger::Token(id) => write!(out, "{id}"),
+    }
+}
+
+/// `TagDispatch(("trigger", body), ..., stop_eos=..., stop_str=(...), loop_after_dispatch=...,
+/// excludes=(...))`; token triggers are written as integers.
+fn write_tag_dispatch(out: &mut impl Write, t: &crate::grammar::TagDispatch, g: &Grammar) -> fmt::Result {
+    out.write_str("TagDispatch(")?;
+    for (trigger, body) in t.triggers.iter().zip(&t.bodies) {
+        out.write_char('(')?;
+        write_trigger(out, trigger)?;
+        out.write_str(", ")?;
+        write_prec(out, body, g, Prec::Choice)?;
+        out.write_str("), ")?;
+    }
+    write!(out, "stop_eos={}, stop_str=(", t.stop_eos)?;
+    for (i, s) in t.stop_strings.iter().enumerate() {
+        if i > 0 {
+            out.write_str(", ")?;
+        }
+        write!(out, "\"{}\"", escape_literal(s))?;
+    }
+    write!(out, "), loop_after_dispatch={}, excludes=(", t.loop_after_dispatch)?;
+    for (i, x) in t.excludes.iter().enumerate() {
+        if i > 0 {
+            out.write_str(", ")?;
+        }
+        write_trigger(out, x)?;
+    }
+    out.write_str("))")
 }
 
 /// Escapes a literal's bytes for use between double quotes in EBNF.

@@ -70,7 +70,8 @@ fn resolve(e: &mut Expr, resolved: &[RuleId]) {
             Expr::Rule(r) => *r = resolved.get(r.index()).copied().unwrap_or(*r),
             Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
             Expr::Repeat(r) => stack.push(&mut r.expr),
-            Expr::Empty | Expr::Bytes(_) | Expr::Class(_) => {}
+            Expr::TagDispatch(t) => stack.extend(t.bodies.iter_mut()),
+            Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Token(_) => {}
         }
     }
 }

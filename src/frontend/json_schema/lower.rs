@@ -755,7 +755,7 @@ pub(super) fn expr_matches(e: &Expr, input: &[u8]) -> bool {
                     })
                     .collect()
             }
-            Expr::Rule(_) => panic!("rule references are not supported here"),
+            Expr::Rule(_) | Expr::Token(_) | Expr::TagDispatch(_) => panic!("not a JSON Schema node"),
             Expr::Seq(items) => items.iter().fold(from.to_vec(), |cur, x| ends(x, &cur, s)),
             Expr::Choice(alts) => alts.iter().flat_map(|a| ends(a, from, s)).collect(),
             Expr::Repeat(r) => {

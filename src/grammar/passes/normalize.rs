@@ -62,6 +62,11 @@ pub(crate) fn expr(e: Expr, rule: &str) -> Result<Expr, GrammarError> {
                 (inner, min, max) => Expr::repeat(inner, min, max),
             }
         }
+        Expr::TagDispatch(mut t) => {
+            let bodies = std::mem::take(&mut t.bodies);
+            t.bodies = bodies.into_iter().map(|b| expr(b, rule)).collect::<Result<_, _>>()?;
+            Expr::TagDispatch(t)
+        }
         e => e,
     })
 }

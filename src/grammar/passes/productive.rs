@@ -45,6 +45,11 @@ pub(super) fn check(rules: &[Rule]) -> Result<(), GrammarError> {
                 Expr::Choice(_) => 1,
                 Expr::Repeat(r) if r.min == 0 => 0,
                 Expr::Repeat(_) => 1,
+                Expr::Token(t) => usize::from(!t.is_negated() && t.ranges().is_empty()) * usize::MAX,
+                // Ends by itself, or after one dispatched body when it does not loop.
+                Expr::TagDispatch(t) if t.can_end() => 0,
+                Expr::TagDispatch(t) if !t.loop_after_dispatch && !t.bodies.is_empty() => 1,
+                Expr::TagDispatch(_) => usize::MAX,
             };
             need.push(n);
             if n == 0 {
