@@ -51,6 +51,7 @@ fn eval(e: &Expr, i: usize, input: &[u8], table: &[Vec<BTreeSet<usize>>]) -> BTr
             }
         }
         Expr::Rule(r) => out = table[r.index()][i].clone(),
+        Expr::Token(_) | Expr::TagDispatch(_) => unimplemented!("the reference recognizer reads text grammars only"),
         Expr::Seq(items) => {
             let mut cur: BTreeSet<usize> = [i].into();
             for item in items {
