@@ -32,9 +32,13 @@ pub struct FsmLimits {
     pub max_dfa_states: usize,
     /// The most states over all rules. Default 10,000,000.
     pub max_total_states: usize,
-    /// A rule is inlined into a reference when its body is estimated at most this many states.
-    /// Default 256; 0 disables inlining.
+    /// A rule is inlined into a reference when its body, with its own inlinable references
+    /// expanded, is estimated at most this many states. Default 256; 0 disables inlining.
     pub max_inline_states: usize,
+    /// ... and when the copies inlining makes, `(uses - 1) × size`, add at most this many
+    /// states (a rule referenced from many places, like the members of an any-order object,
+    /// stays a rule). Default 256.
+    pub max_inline_duplication: usize,
     /// How many nested rules deep inlining goes. Default 4.
     pub max_inline_depth: usize,
     /// Inlining stops once the automaton being built has this many states. Default 4,000.
@@ -49,6 +53,7 @@ impl Default for FsmLimits {
             max_dfa_states: 10_000,
             max_total_states: 10_000_000,
             max_inline_states: 256,
+            max_inline_duplication: 256,
             max_inline_depth: 4,
             max_inlined_rule_states: 4_000,
         }
@@ -58,11 +63,10 @@ impl Default for FsmLimits {
 struct Builder<'a> {
     limits: &'a FsmLimits,
     grammar: &'a Grammar,
-    /// Estimated states of each grammar rule's body (for the inlining decision).
-    body_size: Vec<usize>,
-    /// Grammar rules kept as references even where small: recursive rules delimited by
-    /// literals (JSON's `object` and `array`); see [`keeps_boundary`].
-    keep: Vec<bool>,
+    /// The inlining plan: estimated states of each grammar rule's body with its inlinable
+    /// references expanded, and whether references to it are inlined; see [`inline_plan`].
+    full_size: Vec<usize>,
+    inlinable: Vec<bool>,
     /// The rule being built and the rules being inlined into it, innermost last.
     inline_stack: Vec<u32>,
     /// Rules some automaton references (and so need their own automaton).
@@ -84,11 +88,12 @@ struct Builder<'a> {
 /// [`GrammarError::TooLarge`] when the automata exceed [`FsmLimits::max_total_states`].
 pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<GrammarFsm, GrammarError> {
     let n = grammar.rules().len();
+    let (full_size, inlinable) = inline_plan(grammar, limits);
     let mut b = Builder {
         limits,
         grammar,
-        body_size: grammar.rules().iter().map(|r| estimate_states(&r.body)).collect(),
-        keep: keeps_boundary(grammar),
+        full_size,
+        inlinable,
         inline_stack: Vec::new(),
         needed: vec![false; n],
         queue: Vec::new(),
@@ -173,12 +178,11 @@ impl Builder<'_> {
     /// Whether a reference to grammar rule `r` from the automaton being built (now `states`
     /// states) is replaced by `r`'s body.
     fn inlines(&self, r: u32, states: usize) -> bool {
-        (r as usize) < self.body_size.len()
-            && self.body_size[r as usize] <= self.limits.max_inline_states
-            && !self.keep[r as usize]
+        (r as usize) < self.inlinable.len()
+            && self.inlinable[r as usize]
             && self.inline_stack.len() <= self.limits.max_inline_depth
             && !self.inline_stack.contains(&r)
-            && states + self.body_size[r as usize] <= self.limits.max_inlined_rule_states
+            && states + self.full_size[r as usize] <= self.limits.max_inlined_rule_states
     }
 
     fn rule_fsm(&mut self, body: &Expr) -> Result<Fsm, GrammarError> {
@@ -249,7 +253,7 @@ impl Builder<'_> {
             }
             Expr::Repeat(rep) => {
                 let copies = rep.max.unwrap_or(rep.min);
-                let size = estimate_states(&rep.expr);
+                let size = self.sized(&rep.expr);
                 let expand = copies <= self.limits.max_expanded_repeat
                     && size.saturating_mul(copies.max(1) as usize) <= self.limits.max_expanded_states;
                 if expand {
@@ -294,6 +298,11 @@ impl Builder<'_> {
                 end
             }
         }
+    }
+
+    /// The estimated states `e` adds once its inlinable references are expanded.
+    fn sized(&self, e: &Expr) -> usize {
+        sized(e, &self.full_size, &self.inlinable, self.limits)
     }
 
     /// A new counted rule for `e{min,max}`. Each occurrence gets its own rule (no sharing), so
@@ -346,7 +355,103 @@ fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
         .collect()
 }
 
-/// A rough count of the automaton states an expression adds (saturating).
+/// The inlining plan: per grammar rule, its estimated size with its inlinable references
+/// expanded, and whether references to it are inlined.
+///
+/// Sizes are computed bottom-up over the reference graph (a reference inside the same cycle
+/// counts as one state), so a rule is judged by what inlining it really adds, not by its own
+/// body: a chain of small rules that each inline the next no longer multiplies into one large
+/// automaton per rule. A rule is inlined when it is not a kept boundary ([`keeps_boundary`]),
+/// its expanded size is at most [`FsmLimits::max_inline_states`], and the copies inlining
+/// makes, `(uses - 1) × size`, stay within [`FsmLimits::max_inline_duplication`]. Without the
+/// last condition, the subset rules of an any-order object (2^n rules, each referencing the
+/// members) inlined every member into every subset: 1.5 million states for one MaskBench
+/// schema, seconds of subset construction before the first mask.
+fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>) {
+    let n = grammar.rules().len();
+    let keep = keeps_boundary(grammar);
+    let mut uses = vec![0usize; n];
+    for rule in grammar.rules() {
+        count_uses(&rule.body, 1, limits, &mut uses);
+    }
+    let refs: Vec<Vec<usize>> = grammar
+        .rules()
+        .iter()
+        .map(|r| {
+            let mut v = Vec::new();
+            r.body.for_each_rule_ref(&mut |x| v.push(x.index()));
+            v
+        })
+        .collect();
+    let comp = strongly_connected_components(n, |r| refs[r].clone());
+    // Components are numbered so that successors come first.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&r| comp[r]);
+    let mut full_size = vec![1usize; n];
+    let mut inlinable = vec![false; n];
+    let mut i = 0;
+    while i < order.len() {
+        let c = comp[order[i]];
+        let j = i + order[i..].iter().take_while(|&&r| comp[r] == c).count();
+        // Members of one component see each other as plain references (not yet inlinable).
+        for &r in &order[i..j] {
+            full_size[r] = sized(&grammar.rules()[r].body, &full_size, &inlinable, limits);
+        }
+        for &r in &order[i..j] {
+            let size = full_size[r];
+            inlinable[r] = limits.max_inline_states > 0
+                && !keep[r]
+                && size <= limits.max_inline_states
+                && uses[r].saturating_sub(1).saturating_mul(size) <= limits.max_inline_duplication;
+        }
+        i = j;
+    }
+    (full_size, inlinable)
+}
+
+/// Adds to `uses` the references in `e`, each counted `mult` times (a repetition expanded
+/// into copies references its body once per copy).
+fn count_uses(e: &Expr, mult: usize, limits: &FsmLimits, uses: &mut [usize]) {
+    match e {
+        Expr::Rule(r) => uses[r.index()] = uses[r.index()].saturating_add(mult),
+        Expr::Repeat(rep) => {
+            let copies = rep.max.unwrap_or(rep.min);
+            let m = if copies <= limits.max_expanded_repeat { copies.max(1) as usize } else { 1 };
+            count_uses(&rep.expr, mult.saturating_mul(m), limits, uses);
+        }
+        _ => {
+            for c in e.children() {
+                count_uses(c, mult, limits, uses);
+            }
+        }
+    }
+}
+
+/// The estimated states `e` adds when references to inlinable rules are expanded to their
+/// `full_size` (saturating).
+fn sized(e: &Expr, full_size: &[usize], inlinable: &[bool], limits: &FsmLimits) -> usize {
+    match e {
+        Expr::Rule(r) if inlinable[r.index()] => full_size[r.index()],
+        Expr::Seq(v) | Expr::Choice(v) => {
+            v.iter().map(|x| sized(x, full_size, inlinable, limits)).fold(1usize, |a, b| a.saturating_add(b))
+        }
+        Expr::Repeat(r) => {
+            let copies = r.max.unwrap_or(r.min).max(1) as usize;
+            let body = sized(&r.expr, full_size, inlinable, limits);
+            let expanded = body.saturating_mul(copies.min(1 << 20));
+            // Large repetitions become counted rules: a reference here (see `Builder::expr`).
+            if copies > limits.max_expanded_repeat as usize || expanded > limits.max_expanded_states {
+                2
+            } else {
+                expanded.saturating_add(2)
+            }
+        }
+        _ => estimate_states(e),
+    }
+}
+
+/// A rough count of the automaton states an expression adds (saturating), references
+/// counting one.
 fn estimate_states(e: &Expr) -> usize {
     match e {
         Expr::Empty => 0,
