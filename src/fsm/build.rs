@@ -13,9 +13,10 @@
 //!   tokens like `",` or `"}` readable inside one automaton. Rules only reached through inlined
 //!   references get no automaton of their own.
 
-use super::determinize::{determinize, minimize, remove_epsilons};
+use super::determinize::{determinize, merge_equal_suffixes, minimize, remove_epsilons};
 use super::{ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError};
+use crate::util::hash::FastMap;
 use crate::util::scc::strongly_connected_components;
 use crate::util::utf8::utf8_sequences;
 
@@ -30,6 +31,9 @@ pub struct FsmLimits {
     /// Subset construction gives up past this many states for one rule (the NFA is kept).
     /// Default 10,000.
     pub max_dfa_states: usize,
+    /// ... or once it has read this many NFA edges, plus 16 per edge of the NFA (large subsets
+    /// mean a blow-up is coming; this bounds compile time). Default 200,000.
+    pub max_dfa_work: usize,
     /// The most states over all rules. Default 10,000,000.
     pub max_total_states: usize,
     /// A rule is inlined into a reference when its body, with its own inlinable references
@@ -51,6 +55,7 @@ impl Default for FsmLimits {
             max_expanded_repeat: 16,
             max_expanded_states: 2_000,
             max_dfa_states: 10_000,
+            max_dfa_work: 200_000,
             max_total_states: 10_000_000,
             max_inline_states: 256,
             max_inline_duplication: 256,
@@ -191,9 +196,13 @@ impl Builder<'_> {
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
         nfa.finals[end as usize] = true;
-        let nfa = remove_epsilons(&nfa);
-        Ok(match determinize(&nfa, self.limits.max_dfa_states) {
-            Some(dfa) => minimize(&dfa),
+        // Merging equal suffixes first shrinks the copies inlining made before the two
+        // superlinear steps run.
+        let nfa = merge_equal_suffixes(&remove_epsilons(&nfa));
+        let nfa_edges: usize = nfa.edges.iter().map(Vec::len).sum();
+        let work = self.limits.max_dfa_work.saturating_add(nfa_edges.saturating_mul(16));
+        Ok(match determinize(&nfa, self.limits.max_dfa_states, work) {
+            Some(dfa) => minimize(&merge_equal_suffixes(&dfa)),
             None => nfa,
         })
     }
@@ -213,15 +222,22 @@ impl Builder<'_> {
             }
             Expr::Class(class) => {
                 let end = nfa.add_state();
-                for (lo, hi) in class.resolved_ranges() {
-                    for seq in utf8_sequences(lo, hi) {
-                        let mut cur = from;
-                        for (k, &(blo, bhi)) in seq.iter().enumerate() {
-                            let next = if k + 1 == seq.len() { end } else { nfa.add_state() };
-                            nfa.add_edge(cur, Label::Bytes(blo, bhi), next);
-                            cur = next;
-                        }
+                // Sequences share their common suffixes (most end in the same `[80-BF]`
+                // continuation bytes): a Unicode class takes ~8 states instead of ~20, and
+                // string automata are inlined in many places.
+                let mut suffix_state: FastMap<&[(u8, u8)], u32> = FastMap::default();
+                let seqs: Vec<_> =
+                    class.resolved_ranges().into_iter().flat_map(|(lo, hi)| utf8_sequences(lo, hi)).collect();
+                for seq in &seqs {
+                    let mut next = end;
+                    for k in (1..seq.len()).rev() {
+                        next = *suffix_state.entry(&seq[k..]).or_insert_with(|| {
+                            let s = nfa.add_state();
+                            nfa.add_edge(s, Label::Bytes(seq[k].0, seq[k].1), next);
+                            s
+                        });
                     }
+                    nfa.add_edge(from, Label::Bytes(seq[0].0, seq[0].1), next);
                 }
                 end
             }

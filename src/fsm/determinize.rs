@@ -12,25 +12,11 @@ use crate::util::hash::FastMap;
 /// with edges sorted and duplicates removed.
 pub(crate) fn remove_epsilons(fsm: &Fsm) -> Fsm {
     let n = fsm.state_len();
-    // Epsilon closures, computed per state with an explicit stack.
-    let mut closure_of: Vec<Vec<u32>> = Vec::with_capacity(n);
+    // Only the start and the targets of non-epsilon edges become states, so only their epsilon
+    // closures are computed, each when the state is first dequeued.
     let mut mark = vec![u32::MAX; n];
-    for s in 0..n as u32 {
-        let mut c = vec![s];
-        mark[s as usize] = s;
-        let mut i = 0;
-        while i < c.len() {
-            let x = c[i];
-            i += 1;
-            for &(l, t) in &fsm.edges[x as usize] {
-                if l == Label::Epsilon && mark[t as usize] != s {
-                    mark[t as usize] = s;
-                    c.push(t);
-                }
-            }
-        }
-        closure_of.push(c);
-    }
+    let mut closure: Vec<u32> = Vec::new();
+    let mut edges: Vec<(Label, u32)> = Vec::new();
     let mut out = Fsm::default();
     let mut new_id = vec![u32::MAX; n];
     let mut queue = vec![fsm.start];
@@ -40,10 +26,24 @@ pub(crate) fn remove_epsilons(fsm: &Fsm) -> Fsm {
     while qi < queue.len() {
         let s = queue[qi];
         qi += 1;
+        closure.clear();
+        closure.push(s);
+        mark[s as usize] = s;
+        let mut i = 0;
+        while i < closure.len() {
+            let x = closure[i];
+            i += 1;
+            for &(l, t) in &fsm.edges[x as usize] {
+                if l == Label::Epsilon && mark[t as usize] != s {
+                    mark[t as usize] = s;
+                    closure.push(t);
+                }
+            }
+        }
         let ns = new_id[s as usize];
-        let mut edges = Vec::new();
+        edges.clear();
         let mut is_final = false;
-        for &c in &closure_of[s as usize] {
+        for &c in &closure {
             is_final |= fsm.finals[c as usize];
             for &(l, t) in &fsm.edges[c as usize] {
                 if l != Label::Epsilon {
@@ -52,7 +52,7 @@ pub(crate) fn remove_epsilons(fsm: &Fsm) -> Fsm {
             }
         }
         let mut mapped = Vec::with_capacity(edges.len());
-        for (l, t) in edges {
+        for &(l, t) in &edges {
             if new_id[t as usize] == u32::MAX {
                 new_id[t as usize] = out.add_state();
                 queue.push(t);
@@ -68,8 +68,11 @@ pub(crate) fn remove_epsilons(fsm: &Fsm) -> Fsm {
 }
 
 /// Subset construction on an epsilon-free automaton. Returns `None` when the result would
-/// exceed `max_states` states.
-pub(crate) fn determinize(fsm: &Fsm, max_states: usize) -> Option<Fsm> {
+/// exceed `max_states` states, or when the work (NFA edges read over all subsets) would exceed
+/// `max_work`: subsets of hundreds of NFA states (unanchored patterns with many alternatives)
+/// cost ~50 µs per DFA state, and such automata usually blow up anyway; giving up early keeps
+/// compile time bounded.
+pub(crate) fn determinize(fsm: &Fsm, max_states: usize, max_work: usize) -> Option<Fsm> {
     if is_deterministic(fsm) {
         return Some(fsm.clone());
     }
@@ -78,6 +81,8 @@ pub(crate) fn determinize(fsm: &Fsm, max_states: usize) -> Option<Fsm> {
     let mut subsets: Vec<Vec<u32>> = vec![vec![fsm.start]];
     ids.insert(vec![fsm.start], out.add_state());
     out.start = 0;
+    let mut interval_targets: Vec<Vec<u32>> = Vec::new();
+    let mut work = 0usize;
     let mut i = 0;
     while i < subsets.len() {
         let subset = subsets[i].clone();
@@ -103,20 +108,32 @@ pub(crate) fn determinize(fsm: &Fsm, max_states: usize) -> Option<Fsm> {
         }
         points.sort_unstable();
         points.dedup();
+        // Targets per elementary interval `points[k]..points[k + 1]`: each edge adds its target
+        // to the intervals it covers (a sweep, instead of testing every edge per interval).
+        let intervals = points.len().saturating_sub(1);
+        for v in interval_targets.iter_mut().take(intervals) {
+            v.clear();
+        }
+        if interval_targets.len() < intervals {
+            interval_targets.resize_with(intervals, Vec::new);
+        }
+        for &(lo, hi, t) in &byte_edges {
+            let first = points.partition_point(|&p| p < lo as u16);
+            let last = points.partition_point(|&p| p <= hi as u16);
+            for v in &mut interval_targets[first..last] {
+                v.push(t);
+            }
+        }
         let mut new_edges: Vec<(Label, u32)> = Vec::new();
-        for w in points.windows(2) {
+        for (k, w) in points.windows(2).enumerate() {
             let (a, b) = (w[0], w[1] - 1);
-            let mut targets: Vec<u32> = byte_edges
-                .iter()
-                .filter(|&&(lo, hi, _)| lo as u16 <= a && b <= hi as u16)
-                .map(|&(_, _, t)| t)
-                .collect();
+            let targets = &mut interval_targets[k];
             if targets.is_empty() {
                 continue;
             }
             targets.sort_unstable();
             targets.dedup();
-            let t = intern(&mut ids, &mut subsets, &mut out, targets);
+            let t = intern(&mut ids, &mut subsets, &mut out, targets.clone());
             // Merge with the previous edge when contiguous and same target.
             if let Some((Label::Bytes(_, phi), pt)) = new_edges.last_mut() {
                 if *pt == t && *phi as u16 + 1 == a {
@@ -135,7 +152,8 @@ pub(crate) fn determinize(fsm: &Fsm, max_states: usize) -> Option<Fsm> {
             new_edges.push((Label::Rule(r), t));
         }
         out.edges[me as usize] = new_edges;
-        if out.state_len() > max_states {
+        work += subset.iter().map(|&x| fsm.edges[x as usize].len()).sum::<usize>();
+        if out.state_len() > max_states || work > max_work {
             return None;
         }
     }
@@ -229,4 +247,184 @@ pub(crate) fn minimize(fsm: &Fsm) -> Fsm {
     }
     out.start = class[fsm.start as usize];
     out
+}
+
+/// Merges states that have the same finality and the same outgoing edges once their targets
+/// are merged (Revuz's register, in DFS post-order). Such states accept the same language in
+/// any automaton, deterministic or not, so this is sound before subset construction as well as
+/// before [`minimize`]; on acyclic parts it is already minimal. It is linear, and it removes
+/// most of the copies inlining makes (every inlined string is a copy of the same few states
+/// that ends in the same place), so the quadratic steps after it run on far fewer states.
+pub(crate) fn merge_equal_suffixes(fsm: &Fsm) -> Fsm {
+    let n = fsm.state_len();
+    const UNSEEN: u32 = u32::MAX;
+    // rep[s]: the representative of s once s is finished; s itself before.
+    let mut rep: Vec<u32> = (0..n as u32).collect();
+    let mut state = vec![0u8; n]; // 0 unseen, 1 on the stack, 2 finished
+    let mut register: FastMap<(bool, Vec<(Label, u32)>), u32> = FastMap::default();
+    let mut stack: Vec<(u32, usize)> = vec![(fsm.start, 0)];
+    state[fsm.start as usize] = 1;
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    while let Some(&mut (s, ref mut pos)) = stack.last_mut() {
+        let edges = &fsm.edges[s as usize];
+        if *pos < edges.len() {
+            let t = edges[*pos].1;
+            *pos += 1;
+            if state[t as usize] == 0 {
+                state[t as usize] = 1;
+                stack.push((t, 0));
+            }
+            continue;
+        }
+        stack.pop();
+        state[s as usize] = 2;
+        let mut sig: Vec<(Label, u32)> = edges.iter().map(|&(l, t)| (l, rep[t as usize])).collect();
+        sig.sort_unstable();
+        sig.dedup();
+        let r = *register.entry((fsm.finals[s as usize], sig)).or_insert(s);
+        rep[s as usize] = r;
+        if r == s {
+            order.push(s);
+        }
+    }
+    if order.len() == n {
+        return fsm.clone();
+    }
+    let mut new_id = vec![UNSEEN; n];
+    let mut out = Fsm::default();
+    // Number the representatives from the start, in BFS order, for a stable layout.
+    let start = rep[fsm.start as usize];
+    new_id[start as usize] = out.add_state();
+    out.start = 0;
+    let mut queue = vec![start];
+    let mut qi = 0;
+    while qi < queue.len() {
+        let s = queue[qi];
+        qi += 1;
+        let mut edges: Vec<(Label, u32)> = Vec::with_capacity(fsm.edges[s as usize].len());
+        for &(l, t) in &fsm.edges[s as usize] {
+            let t = rep[t as usize];
+            if new_id[t as usize] == UNSEEN {
+                new_id[t as usize] = out.add_state();
+                queue.push(t);
+            }
+            edges.push((l, new_id[t as usize]));
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        let me = new_id[s as usize] as usize;
+        out.edges[me] = edges;
+        out.finals[me] = fsm.finals[s as usize];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A random automaton over bytes `a..=c` (as single bytes and ranges) and two rule
+    /// symbols, with epsilon edges.
+    fn automaton() -> impl Strategy<Value = Fsm> {
+        (2usize..9).prop_flat_map(|n| {
+            let label = prop_oneof![
+                (b'a'..=b'c').prop_map(|b| Label::Bytes(b, b)),
+                Just(Label::Bytes(b'a', b'b')),
+                Just(Label::Bytes(b'b', b'c')),
+                (0u32..2).prop_map(Label::Rule),
+                Just(Label::Epsilon),
+            ];
+            (
+                prop::collection::vec(prop::collection::vec((label, 0..n as u32), 0..4), n),
+                prop::collection::vec(any::<bool>(), n),
+            )
+                .prop_map(|(edges, finals)| Fsm { edges, finals, start: 0 })
+        })
+    }
+
+    /// Whether `fsm` accepts `word` (symbols: bytes, or `Label::Rule`), by NFA simulation.
+    fn accepts(fsm: &Fsm, word: &[Label]) -> bool {
+        let closure = |set: Vec<u32>| {
+            let mut out = set;
+            let mut i = 0;
+            while i < out.len() {
+                for &(l, t) in &fsm.edges[out[i] as usize] {
+                    if l == Label::Epsilon && !out.contains(&t) {
+                        out.push(t);
+                    }
+                }
+                i += 1;
+            }
+            out
+        };
+        let mut cur = closure(vec![fsm.start]);
+        for sym in word {
+            let mut next = Vec::new();
+            for &s in &cur {
+                for &(l, t) in &fsm.edges[s as usize] {
+                    let hit = match (l, sym) {
+                        (Label::Bytes(lo, hi), Label::Bytes(b, _)) => lo <= *b && *b <= hi,
+                        (Label::Rule(r), Label::Rule(x)) => r == *x,
+                        _ => false,
+                    };
+                    if hit && !next.contains(&t) {
+                        next.push(t);
+                    }
+                }
+            }
+            cur = closure(next);
+        }
+        cur.iter().any(|&s| fsm.finals[s as usize])
+    }
+
+    fn words(max_len: usize) -> Vec<Vec<Label>> {
+        let symbols = [
+            Label::Bytes(b'a', b'a'),
+            Label::Bytes(b'b', b'b'),
+            Label::Bytes(b'c', b'c'),
+            Label::Rule(0),
+            Label::Rule(1),
+        ];
+        let mut all = vec![Vec::new()];
+        let mut layer = vec![Vec::new()];
+        for _ in 0..max_len {
+            layer = layer
+                .iter()
+                .flat_map(|w: &Vec<Label>| {
+                    symbols.iter().map(move |&s| {
+                        let mut v = w.clone();
+                        v.push(s);
+                        v
+                    })
+                })
+                .collect();
+            all.extend(layer.iter().cloned());
+        }
+        all
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Every step keeps the language: epsilon removal, merging equal suffixes (on the NFA
+        /// and on the DFA), subset construction (with the sweep over elementary intervals)
+        /// and minimization.
+        #[test]
+        fn steps_keep_the_language(fsm in automaton()) {
+            let plain = remove_epsilons(&fsm);
+            let merged = merge_equal_suffixes(&plain);
+            prop_assert!(merged.state_len() <= plain.state_len());
+            let dfa = determinize(&merged, 10_000, usize::MAX).expect("small automata determinize");
+            prop_assert!(is_deterministic(&dfa));
+            let min = minimize(&merge_equal_suffixes(&dfa));
+            for w in words(4) {
+                let want = accepts(&fsm, &w);
+                prop_assert_eq!(accepts(&plain, &w), want, "epsilon removal, {:?}", w);
+                prop_assert_eq!(accepts(&merged, &w), want, "merged NFA, {:?}", w);
+                prop_assert_eq!(accepts(&dfa, &w), want, "DFA, {:?}", w);
+                prop_assert_eq!(accepts(&min, &w), want, "minimal DFA, {:?}", w);
+            }
+        }
+    }
 }
