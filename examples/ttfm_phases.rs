@@ -14,6 +14,9 @@ use maskforge::fsm::{build_grammar_fsm, FsmLimits};
 use maskforge::tokenizer::load_tokenizer;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 
+/// (file, front-end, automata, cache setup, first mask in ms, states, entries built)
+type Row = (String, f64, f64, f64, f64, usize, usize);
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut take = |flag: &str| {
@@ -40,8 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
     let options = JsonSchemaOptions::spec_compliant();
     let limits = FsmLimits::default();
-    // (file, frontend, fsm, cache setup, first mask, states, entries) in ms
-    let mut rows = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     for path in &files {
         let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
         let schema = value.get("schema").cloned().unwrap_or(value);
@@ -74,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for r in rows.iter().take(top) {
         println!("{:<50} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>4}", r.0, r.1, r.2, r.3, r.4, r.5, r.6);
     }
-    let sum = |f: fn(&(String, f64, f64, f64, f64, usize, usize)) -> f64| rows.iter().map(f).sum::<f64>();
+    let sum = |f: fn(&Row) -> f64| rows.iter().map(f).sum::<f64>();
     println!(
         "{} files: front {:.0} ms, fsm {:.0} ms, setup {:.0} ms, first mask {:.0} ms",
         rows.len(),
