@@ -35,6 +35,11 @@ impl CompiledGrammar {
             inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab, cache, json_schema_report: None }),
         }
     }
+    /// Whether `self` and `other` are the same compiled grammar (clones of one product, e.g. two
+    /// answers of the whole-grammar cache), not merely equal ones.
+    pub fn ptr_eq(&self, other: &CompiledGrammar) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
     /// The token-mask cache (entries are built on first use unless precomputed).
     pub fn mask_cache(&self) -> &MaskCache {
         &self.inner.cache

@@ -10,11 +10,13 @@
 //! An entry is a function of exactly these inputs (see [`crate::cache`] and
 //! [`crate::earley::Parser::isolated`]); [`entry_key`] hashes all of them:
 //!
-//! 1. the automaton the state is in and everything reachable from it: the rule's structural
-//!    hash and the state's canonical number ([`crate::fsm::hash`]);
-//! 2. the certain context: for each parent state of the chain, its rule's hash, its canonical
-//!    number and the canonical targets of its edges that reference the child rule (the parser
-//!    advances over exactly those when the child completes);
+//! 1. what the parser can reach from the state: the structural hash of the sub-automaton
+//!    rooted at the state, referenced rules by their hierarchical hashes ([`crate::fsm::hash`]);
+//!    for counted repetitions, which loop back to their start, the whole rule's hash and the
+//!    state's canonical number;
+//! 2. the certain context: for each parent of the chain, the rooted hashes of the targets of
+//!    its edges that reference the child rule (the parser advances over exactly those when the
+//!    child completes, and reaches nothing else of the parent);
 //! 3. the follow set of the outermost rule of that chain (the lookahead);
 //! 4. the vocabulary ([`vocabulary_fingerprint`]).
 //!
@@ -50,7 +52,7 @@ use parking_lot::Mutex;
 use super::base::BaseEntry;
 use super::MaskEntry;
 use crate::fsm::hash::FsmHashes;
-use crate::fsm::{GrammarFsm, StateId};
+use crate::fsm::{GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
 use crate::util::hash::StableHasher;
@@ -58,7 +60,7 @@ use crate::util::hash::StableHasher;
 /// Bytes charged per stored entry on top of its heap data: the LRU node, key and `Arc` header.
 const SLOT_OVERHEAD: usize = 96;
 /// Version of the key encoding: bump it whenever the encoding or the entry semantics change.
-const KEY_VERSION: u64 = 1;
+const KEY_VERSION: u64 = 2;
 
 /// The two hashes identifying an entry in a [`MaskPool`] (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -276,6 +278,14 @@ pub fn vocabulary_fingerprint(vocab: &Vocabulary) -> u64 {
 
 /// The pool key of the entry of `state` read in `context` (innermost parent first) whose
 /// outermost rule is followed by `follow`, or `None` when some part has no structural hash.
+///
+/// The isolated parser of an entry only ever reaches the states reachable from `state` (and
+/// the rules they reference), then, each time the current rule completes, the targets of the
+/// waiting parent's edges to it and what is reachable from those. So a plain rule's state is
+/// keyed by its [`FsmHashes::rooted_hash`], and each context level by the rooted hashes of
+/// those targets: the key covers exactly what the entry depends on, which lets the same
+/// sub-structure inlined into different automata share. A counted repetition loops back to
+/// its rule's start, so its states are keyed by the whole rule ([`FsmHashes::state_key`]).
 pub fn entry_key(
     hashes: &FsmHashes,
     fsm: &GrammarFsm,
@@ -286,21 +296,26 @@ pub fn entry_key(
 ) -> Option<EntryKey> {
     let mut h = StableHasher::new();
     h.write_u64(KEY_VERSION).write_u64(vocab_id);
-    let (rule, canonical) = hashes.state_key(state)?;
-    h.write_u64(rule).write_u64(canonical as u64);
+    let rule = fsm.rule_of(state);
+    match fsm.rules()[rule as usize].kind {
+        RuleKind::Plain => {
+            h.write_u64(0).write_u64(hashes.rooted_hash(fsm, state)?);
+        }
+        RuleKind::Counted { .. } => {
+            let (rule_hash, canonical) = hashes.state_key(state)?;
+            h.write_u64(1).write_u64(rule_hash).write_u64(canonical as u64);
+        }
+    }
     h.write_u64(context.len() as u64);
-    let mut child = fsm.rule_of(state);
+    let mut child = rule;
     let mut targets: Vec<u64> = Vec::new();
     for &q in context {
-        let (rule, canonical) = hashes.state_key(q)?;
-        h.write_u64(rule).write_u64(canonical as u64);
+        if !matches!(fsm.rules()[fsm.rule_of(q) as usize].kind, RuleKind::Plain) {
+            return None; // contexts never contain counted parents; do not share if they did
+        }
         targets.clear();
         for e in fsm.rule_edges(q).iter().filter(|e| e.rule == child) {
-            let t = hashes.canonical_state(e.target);
-            if t == crate::fsm::hash::UNREACHABLE {
-                return None;
-            }
-            targets.push(t as u64);
+            targets.push(hashes.rooted_hash(fsm, e.target)?);
         }
         targets.sort_unstable();
         h.write_u64(targets.len() as u64);
