@@ -39,10 +39,8 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_json_schema(&self, schema: &Value, options: &JsonSchemaOptions) -> Result<CompiledGrammar, Error> {
-        // Compact JSON with the key order kept (property order is part of the grammar).
-        let text = serde_json::to_string(schema).map_err(|e| Error::Schema(SchemaError::not_json(&e)))?;
         let opts = serde_json::to_string(options).map_err(|e| Error::Schema(SchemaError::not_json(&e)))?;
-        self.cached(&[b"json-schema", text.as_bytes(), opts.as_bytes()], || {
+        self.cached(&[b"json-schema", opts.as_bytes()], Some(schema), || {
             let (grammar, report) = json_schema_to_grammar(schema, options)?;
             Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
         })
@@ -104,7 +102,7 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_regex(&self, pattern: &str) -> Result<CompiledGrammar, Error> {
-        self.cached(&[b"regex", pattern.as_bytes()], || {
+        self.cached(&[b"regex", pattern.as_bytes()], None, || {
             let expr = regex_to_expr(pattern)?;
             let mut b = GrammarBuilder::new();
             b.add_rule("root", expr)?;

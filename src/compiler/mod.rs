@@ -184,16 +184,21 @@ impl GrammarCompiler {
         self.grammars.stats()
     }
 
-    /// Looks `parts` (with the options that change the product) up in the whole-grammar cache.
+    /// Looks `parts` and `json` (with the options that change the product) up in the
+    /// whole-grammar cache.
     pub(crate) fn cached(
         &self,
         parts: &[&[u8]],
+        json: Option<&serde_json::Value>,
         compile: impl FnOnce() -> Result<CompiledGrammar, Error>,
     ) -> Result<CompiledGrammar, Error> {
+        if !self.grammars.enabled() {
+            return compile();
+        }
         let options = format!("{:?}|{:?}", self.config.fsm, self.config.cache_mode);
         let mut all: Vec<&[u8]> = parts.to_vec();
         all.push(options.as_bytes());
-        self.grammars.get_or_compile(&all, compile)
+        self.grammars.get_or_compile(grammar_cache::hash_parts(&all, json), compile)
     }
 
     /// The vocabulary grammars are compiled for.
@@ -220,7 +225,7 @@ impl GrammarCompiler {
     /// # Errors
     /// As [`GrammarCompiler::compile_grammar`].
     pub fn compile_grammar_with_root(&self, ebnf: &str, root: &str) -> Result<CompiledGrammar, Error> {
-        self.cached(&[b"ebnf", ebnf.as_bytes(), root.as_bytes()], || self.compile(parse_ebnf(ebnf, root)?))
+        self.cached(&[b"ebnf", ebnf.as_bytes(), root.as_bytes()], None, || self.compile(parse_ebnf(ebnf, root)?))
     }
 
     /// Compiles a grammar built with [`crate::GrammarBuilder`] or a front-end.
