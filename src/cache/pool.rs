@@ -61,6 +61,10 @@ use crate::util::hash::StableHasher;
 const SLOT_OVERHEAD: usize = 96;
 /// Version of the key encoding: bump it whenever the encoding or the entry semantics change.
 const KEY_VERSION: u64 = 2;
+/// Reachable states beyond which a state is keyed by its whole rule (see
+/// [`FsmHashes::rooted_hash`]): tool-argument objects are far smaller, whole any-order schema
+/// automata far larger.
+const ROOTED_LIMIT: usize = 4096;
 
 /// The two hashes identifying an entry in a [`MaskPool`] (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -299,7 +303,7 @@ pub fn entry_key(
     let rule = fsm.rule_of(state);
     match fsm.rules()[rule as usize].kind {
         RuleKind::Plain => {
-            h.write_u64(0).write_u64(hashes.rooted_hash(fsm, state)?);
+            h.write_u64(0).write_u64(hashes.rooted_hash(fsm, state, ROOTED_LIMIT)?);
         }
         RuleKind::Counted { .. } => {
             let (rule_hash, canonical) = hashes.state_key(state)?;
@@ -315,7 +319,7 @@ pub fn entry_key(
         }
         targets.clear();
         for e in fsm.rule_edges(q).iter().filter(|e| e.rule == child) {
-            targets.push(hashes.rooted_hash(fsm, e.target)?);
+            targets.push(hashes.rooted_hash(fsm, e.target, ROOTED_LIMIT)?);
         }
         targets.sort_unstable();
         h.write_u64(targets.len() as u64);

@@ -147,7 +147,11 @@ impl FsmHashes {
     /// same tool-parameter object inlined into two different request automata). It does not
     /// cover the rule's start, so it is not a sound key for states of counted repetitions
     /// (which loop back to the start); use `state_key` there. Linear in the reachable part.
-    pub fn rooted_hash(&self, fsm: &GrammarFsm, s: StateId) -> Option<u64> {
+    ///
+    /// When more than `limit` states are reachable, the key falls back to the whole rule's
+    /// ([`FsmHashes::state_key`], in its own domain): equally sound, shared less, and it keeps
+    /// keying a large automaton linear instead of quadratic in its states.
+    pub fn rooted_hash(&self, fsm: &GrammarFsm, s: StateId, limit: usize) -> Option<u64> {
         let mut local: crate::util::hash::FastMap<StateId, u32> = Default::default();
         let mut queue = vec![s];
         local.insert(s, 0);
@@ -161,6 +165,13 @@ impl FsmHashes {
         };
         let mut head = 0;
         while head < queue.len() {
+            if queue.len() > limit {
+                let (h, c) = self.state_key(s)?;
+                let mut whole = vec![VERSION, DOMAIN_RULE];
+                put_u64(&mut whole, h);
+                put_u32(&mut whole, c);
+                return Some(xxh3_64(&whole));
+            }
             let q = queue[head];
             head += 1;
             buf.push(fsm.is_final(q) as u8);
