@@ -31,7 +31,8 @@ fn measure(runs: usize, mut compile: impl FnMut() -> CompiledGrammar) -> (f64, u
 fn main() {
     let tokenizer = arg("--tokenizer", "llama3");
     let (vocab, _) = load_tokenizer(&tokenizer).unwrap_or_else(|e| panic!("{e}"));
-    let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+    // The whole-grammar cache would turn the repeated compiles into lookups: off.
+    let compiler = GrammarCompiler::new(vocab, CompilerConfig::default().grammar_cache_len(0));
     let options = JsonSchemaOptions::spec_compliant();
     type Case<'a> = (&'a str, Box<dyn Fn(u64, u64) -> CompiledGrammar + 'a>, (u64, u64), (u64, u64));
     let cases: Vec<Case> = vec![

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::cache::{MaskCache, MaskCacheStats};
+use crate::cache::{MaskCache, MaskCacheStats, MaskPool};
 use crate::frontend::json_schema::JsonSchemaReport;
 use crate::fsm::GrammarFsm;
 use crate::grammar::Grammar;
@@ -29,11 +29,16 @@ struct CompiledInner {
 }
 
 impl CompiledGrammar {
-    pub(crate) fn new(grammar: Grammar, fsm: GrammarFsm, vocab: Vocabulary) -> Self {
-        let cache = MaskCache::new(&fsm);
+    pub(crate) fn new(grammar: Grammar, fsm: GrammarFsm, vocab: Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
+        let cache = MaskCache::new(&fsm, pool);
         CompiledGrammar {
             inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab, cache, json_schema_report: None }),
         }
+    }
+    /// Whether `self` and `other` are the same compiled grammar (clones of one product, e.g. two
+    /// answers of the whole-grammar cache), not merely equal ones.
+    pub fn ptr_eq(&self, other: &CompiledGrammar) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
     /// The token-mask cache (entries are built on first use unless precomputed).
     pub fn mask_cache(&self) -> &MaskCache {

@@ -23,6 +23,14 @@ pub enum Error {
     /// A regular expression is malformed or uses a construct a grammar cannot enforce.
     #[error(transparent)]
     Regex(#[from] crate::frontend::regex::RegexError),
+    /// A mask pool was given to a compiler for another vocabulary than the pool's.
+    #[error("the mask pool serves vocabulary {pool:#018x}, the compiler's is {vocab:#018x}: a pool is shared only by compilers of one vocabulary")]
+    PoolVocabulary {
+        /// The fingerprint of the pool's vocabulary.
+        pool: u64,
+        /// The fingerprint of the compiler's vocabulary.
+        vocab: u64,
+    },
     /// A matcher call failed (invalid token id, rollback too far, short mask buffer).
     #[error(transparent)]
     Matcher(#[from] crate::matcher::MatcherError),

@@ -37,6 +37,7 @@ pub mod grammar;
 pub mod maskbench;
 pub mod matcher;
 pub mod tokenizer;
+pub mod toolbench;
 pub mod util;
 
 pub use compiled::CompiledGrammar;

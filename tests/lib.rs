@@ -14,6 +14,7 @@ mod json_schema;
 mod layering;
 mod maskbench_ratchet;
 mod matcher;
+mod pool;
 mod properties;
 mod schema_properties;
 mod tokenizer;

@@ -5,19 +5,13 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{AdaptiveTokenMask, MaskEntry};
+use super::base::{BaseAccepted, BaseEntry};
+use super::MaskEntry;
 use crate::earley::Parser;
 use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
 use crate::util::byteset::ByteSet;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Accepted,
-    Uncertain,
-    Rejected,
-}
 
 /// Classifies every normal token of `vocab` for the scannable state `state` seen in its certain
 /// `context` (see [`Parser::isolated`]); `follow` is the set of bytes that may follow the
@@ -29,6 +23,12 @@ pub fn build_entry(
     vocab: &Vocabulary,
     state: StateId,
 ) -> MaskEntry {
+    build_base(fsm, context, vocab, state).derive(follow, vocab)
+}
+
+/// Walks the vocabulary for `state` in its certain `context` without deciding what the follow
+/// set decides (see [`BaseEntry`]).
+pub fn build_base(fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
     // Large walks are split into chunks of the sorted vocabulary walked in parallel: a chunk
     // starts with an empty parser, so any split point is correct, and the chunks' results
     // concatenate in order. Small walks stay on the calling thread.
@@ -36,27 +36,51 @@ pub fn build_entry(
     let n = vocab.sorted_token_ids().len();
     let first_bytes = first_byte_candidates(fsm, state, vocab);
     let parts: Vec<Walk> = if first_bytes < 2 * CHUNK {
-        vec![walk(fsm, context, follow, vocab, state, 0..n)]
+        vec![walk(fsm, context, vocab, state, 0..n)]
     } else {
         let ranges: Vec<_> = (0..n).step_by(CHUNK).map(|s| s..(s + CHUNK).min(n)).collect();
-        ranges.into_par_iter().map(|r| walk(fsm, context, follow, vocab, state, r)).collect()
+        ranges.into_par_iter().map(|r| walk(fsm, context, vocab, state, r)).collect()
     };
     let mut all = Walk::default();
     for p in parts {
         all.accepted.extend(p.accepted);
-        all.uncertain.extend(p.uncertain);
+        for (&pos, &x) in p.candidates.iter().zip(&p.candidate_exits) {
+            all.push_candidate(pos, p.exit_sets[x as usize]);
+        }
     }
-    let Walk { accepted, uncertain } = all;
-    let accepted = smallest_form(vocab, accepted, &uncertain);
-    MaskEntry { accepted, uncertain: uncertain.into_boxed_slice() }
+    let Walk { accepted, candidates, candidate_exits, exit_sets } = all;
+    BaseEntry {
+        accepted: smallest_form(vocab, accepted),
+        candidates: candidates.into_boxed_slice(),
+        candidate_exits: candidate_exits.into_boxed_slice(),
+        exit_sets: exit_sets.into_boxed_slice(),
+    }
 }
 
-/// The classification of a range of the sorted vocabulary: accepted ids and uncertain
-/// positions; everything else is rejected (materialized only if that is the smallest form).
+/// The classification of a range of the sorted vocabulary: accepted ids and candidate
+/// positions with their exit bytes; everything else is rejected (materialized only if that is
+/// the smallest form).
 #[derive(Default)]
 struct Walk {
     accepted: Vec<u32>,
-    uncertain: Vec<u32>,
+    candidates: Vec<u32>,
+    candidate_exits: Vec<u32>,
+    exit_sets: Vec<ByteSet>,
+}
+
+impl Walk {
+    fn push_candidate(&mut self, pos: u32, exits: ByteSet) {
+        // Few distinct sets per entry (usually one to three): a linear search is the fastest.
+        let x = match self.exit_sets.iter().position(|s| *s == exits) {
+            Some(x) => x,
+            None => {
+                self.exit_sets.push(exits);
+                self.exit_sets.len() - 1
+            }
+        };
+        self.candidates.push(pos);
+        self.candidate_exits.push(x as u32);
+    }
 }
 
 /// How many tokens start with a byte `state` can read (the tokens the walk does not reject at
@@ -77,7 +101,6 @@ fn first_byte_candidates(fsm: &GrammarFsm, state: StateId, vocab: &Vocabulary) -
 fn walk(
     fsm: &Arc<GrammarFsm>,
     context: &[StateId],
-    follow: &ByteSet,
     vocab: &Vocabulary,
     state: StateId,
     range: std::ops::Range<usize>,
@@ -86,17 +109,11 @@ fn walk(
     let base = parser.byte_len();
     let ids = vocab.sorted_token_ids();
     let lcp = vocab.sorted_lcp();
-    let mut accepted: Vec<u32> = Vec::new();
-    let mut uncertain: Vec<u32> = Vec::new();
+    let mut out = Walk::default();
     // `held` bytes of the last walked token are in the parser; `exits[k]` counts the positions
     // 1..=k of that prefix where the rule could end.
     let mut held = 0usize;
     let mut exits: Vec<u32> = vec![0];
-    let mut record = |pos: usize, class: Class| match class {
-        Class::Accepted => accepted.push(ids[pos]),
-        Class::Rejected => {}
-        Class::Uncertain => uncertain.push(pos as u32),
-    };
     let mut i = range.start;
     while i < range.end {
         let bytes = vocab.token_bytes(ids[i]);
@@ -115,19 +132,26 @@ fn walk(
             exits.push(exits[held - 1] + exit);
         }
         if held == bytes.len() {
-            record(i, Class::Accepted);
+            out.accepted.push(ids[i]);
             i += 1;
             continue;
         }
-        // The byte at `held` cannot be read inside the rule. The token is uncertain when the
-        // rule can end after some j in 1..=held bytes and the byte after it can follow the rule.
-        let class = if exits[held] > 0 && (1..=held).any(|j| exits[j] > exits[j - 1] && follow.contains(bytes[j])) {
-            Class::Uncertain
-        } else {
-            Class::Rejected
-        };
+        // The byte at `held` cannot be read inside the rule. The token is a candidate (uncertain
+        // for some follow sets) when the rule can end after some j in 1..=held bytes; the byte
+        // after such an end must then follow the rule.
+        let mut exit_bytes = ByteSet::EMPTY;
+        if exits[held] > 0 {
+            for j in 1..=held {
+                if exits[j] > exits[j - 1] {
+                    exit_bytes.insert(bytes[j]);
+                }
+            }
+        }
+        let candidate = !exit_bytes.is_empty();
         // Every following token that extends `bytes[..=held]` gets the same verdict.
-        record(i, class);
+        if candidate {
+            out.push_candidate(i as u32, exit_bytes);
+        }
         i += 1;
         if held == 0 {
             // Rejected at the first byte: jump over the whole block of that first byte.
@@ -137,35 +161,36 @@ fn walk(
             continue;
         }
         while i < range.end && lcp[i] as usize > held {
-            record(i, class);
+            if candidate {
+                out.push_candidate(i as u32, exit_bytes);
+            }
             i += 1;
         }
     }
-    Walk { accepted, uncertain }
+    out
 }
 
-fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>, uncertain: &[u32]) -> AdaptiveTokenMask {
+fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseAccepted {
     let bitset_words = mask_words(vocab.vocab_size());
     let ids = vocab.sorted_token_ids();
-    let rejected_len = ids.len() - accepted.len() - uncertain.len();
-    if accepted.len() <= rejected_len && accepted.len() <= bitset_words {
+    let not_accepted_len = ids.len() - accepted.len();
+    if accepted.len() <= not_accepted_len && accepted.len() <= bitset_words {
         accepted.sort_unstable();
-        AdaptiveTokenMask::Accepted(accepted.into_boxed_slice())
-    } else if rejected_len <= bitset_words {
-        // Rejected = normal tokens that are neither accepted nor uncertain.
-        let mut other = vec![0u32; bitset_words];
-        for &id in accepted.iter().chain(uncertain.iter().map(|&p| &ids[p as usize])) {
-            other[id as usize / 32] |= 1 << (id % 32);
+        BaseAccepted::Accepted(accepted.into_boxed_slice())
+    } else if not_accepted_len <= bitset_words {
+        let mut bits = vec![0u32; bitset_words];
+        for &id in &accepted {
+            bits[id as usize / 32] |= 1 << (id % 32);
         }
-        let mut rejected: Vec<u32> =
-            ids.iter().copied().filter(|&id| other[id as usize / 32] >> (id % 32) & 1 == 0).collect();
-        rejected.sort_unstable();
-        AdaptiveTokenMask::Rejected(rejected.into_boxed_slice())
+        let mut other: Vec<u32> =
+            ids.iter().copied().filter(|&id| bits[id as usize / 32] >> (id % 32) & 1 == 0).collect();
+        other.sort_unstable();
+        BaseAccepted::NotAccepted(other.into_boxed_slice())
     } else {
         let mut bits = vec![0u32; bitset_words];
         for id in accepted {
             bits[id as usize / 32] |= 1 << (id % 32);
         }
-        AdaptiveTokenMask::Bitset(bits.into_boxed_slice())
+        BaseAccepted::Bitset(bits.into_boxed_slice())
     }
 }

@@ -30,17 +30,26 @@
 //!
 //! Entries are built just in time by default, the first time a state is seen, and memoized in
 //! the [`MaskCache`] of the compiled grammar, shared by every matcher on every thread
-//! ([`MaskCacheMode`] selects ahead-of-time building instead).
+//! ([`MaskCacheMode`] selects ahead-of-time building instead). Before walking, an entry is
+//! looked up in the cross-grammar [`MaskPool`] ([`pool`]) under a key covering everything it
+//! depends on; a walk stores its lookahead-independent result ([`BaseEntry`]) there, so
+//! other grammars with the same sub-structure reuse it, even under another follow set.
 
+pub mod base;
 mod build;
+pub mod pool;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
-pub use build::build_entry;
+pub use base::{BaseAccepted, BaseEntry};
+pub use build::{build_base, build_entry};
+pub use pool::{Lookup, MaskPool, PoolStats};
 
+use crate::fsm::hash::{hash_rules, FsmHashes};
 use crate::fsm::{lookahead::follow_sets, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
@@ -98,6 +107,33 @@ pub struct MaskCacheStats {
     pub bytes: usize,
     /// Uncertain tokens over all built entries (what runtime checks may cost).
     pub uncertain_tokens: usize,
+    /// Entries served by the cross-grammar pool as stored.
+    pub pool_hits: usize,
+    /// Entries derived from a pooled base with another follow set.
+    pub pool_partial_hits: usize,
+    /// Entries that walked the vocabulary although they have a pool key (then stored).
+    pub pool_misses: usize,
+    /// Entries that walked the vocabulary because they cannot be keyed soundly (or there is no
+    /// pool).
+    pub unshared: usize,
+}
+
+impl MaskCacheStats {
+    /// The share of entries served by the pool (perfect or partial hits), 0 when none was built.
+    pub fn reuse_rate(&self) -> f64 {
+        if self.entries == 0 {
+            0.0
+        } else {
+            (self.pool_hits + self.pool_partial_hits) as f64 / self.entries as f64
+        }
+    }
+}
+
+/// The cross-grammar side of a [`MaskCache`]: the pool and the structural hashes keying it.
+#[derive(Debug)]
+struct Shared {
+    pool: Arc<MaskPool>,
+    hashes: FsmHashes,
 }
 
 /// The per-grammar memo of cache entries, indexed by automaton state.
@@ -108,22 +144,33 @@ pub struct MaskCache {
     follow: Vec<ByteSet>,
     /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
     contexts: Vec<Box<[StateId]>>,
+    shared: Option<Shared>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
+    /// Counted per [`Lookup`] kind, then unshared builds.
+    origins: [AtomicUsize; 4],
 }
 
 impl MaskCache {
-    /// An empty cache for `fsm`; computes the rules' follow sets.
-    pub fn new(fsm: &GrammarFsm) -> Self {
+    /// An empty cache for `fsm`; computes the rules' follow sets. With a `pool`, also the
+    /// structural hashes of the rules, and entries are looked up in the pool before being built.
+    pub fn new(fsm: &GrammarFsm, pool: Option<Arc<MaskPool>>) -> Self {
         MaskCache {
             entries: (0..2 * fsm.state_len()).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
+            shared: pool.map(|pool| Shared { pool, hashes: hash_rules(fsm) }),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
+            origins: Default::default(),
         }
+    }
+
+    /// The pool entries are shared through, if any.
+    pub fn pool(&self) -> Option<&Arc<MaskPool>> {
+        self.shared.as_ref().map(|s| &s.pool)
     }
 
     /// The bytes that may follow each rule.
@@ -143,11 +190,23 @@ impl MaskCache {
         let context = if below_min { &[][..] } else { full };
         self.entries[2 * state as usize + below_min as usize].get_or_init(|| {
             let outer = context.last().map_or(fsm.rule_of(state), |&q| fsm.rule_of(q));
-            let e = build_entry(fsm, context, &self.follow[outer as usize], vocab, state);
+            let follow = &self.follow[outer as usize];
+            let key = self.shared.as_ref().and_then(|sh| {
+                pool::entry_key(&sh.hashes, fsm, sh.pool.vocab_fingerprint(), state, context, follow)
+                    .map(|k| (&sh.pool, k))
+            });
+            let (e, origin) = match key {
+                Some((pool, key)) => {
+                    let (e, lookup) = pool.get_or_build(key, follow, vocab, || build_base(fsm, context, vocab, state));
+                    (e, lookup as usize)
+                }
+                None => (Arc::new(build_entry(fsm, context, follow, vocab, state)), 3),
+            };
+            self.origins[origin].fetch_add(1, Ordering::Relaxed);
             self.built.fetch_add(1, Ordering::Relaxed);
             self.bytes.fetch_add(e.memory_usage(), Ordering::Relaxed);
             self.uncertain.fetch_add(e.uncertain.len(), Ordering::Relaxed);
-            Arc::new(e)
+            e
         })
     }
 
@@ -162,9 +221,30 @@ impl MaskCache {
 
     /// Builds the entries of `states` now, in parallel.
     pub fn precompute(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, states: &[StateId]) {
-        states.par_iter().for_each(|&s| {
+        self.precompute_until(fsm, vocab, states, None);
+    }
+
+    /// Builds the entries of `states` now, in parallel and roughly in the given order (most
+    /// expensive first, as the compiler sorts them), starting no new entry after `deadline`:
+    /// the rest are built on first use. Returns how many were built (or found in the pool).
+    pub fn precompute_until(
+        &self,
+        fsm: &Arc<GrammarFsm>,
+        vocab: &Vocabulary,
+        states: &[StateId],
+        deadline: Option<Instant>,
+    ) -> usize {
+        let done = AtomicUsize::new(0);
+        // One task per state in order: rayon's work stealing takes from the front of the list
+        // first, so the most expensive states start first and cheap ones fill the gaps.
+        states.par_iter().with_max_len(1).for_each(|&s| {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return;
+            }
             self.entry(fsm, vocab, s, false);
+            done.fetch_add(1, Ordering::Relaxed);
         });
+        done.into_inner()
     }
 
     /// The counters.
@@ -173,6 +253,10 @@ impl MaskCache {
             entries: self.built.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
             uncertain_tokens: self.uncertain.load(Ordering::Relaxed),
+            pool_hits: self.origins[Lookup::Hit as usize].load(Ordering::Relaxed),
+            pool_partial_hits: self.origins[Lookup::PartialHit as usize].load(Ordering::Relaxed),
+            pool_misses: self.origins[Lookup::Miss as usize].load(Ordering::Relaxed),
+            unshared: self.origins[3].load(Ordering::Relaxed),
         }
     }
 
@@ -180,6 +264,7 @@ impl MaskCache {
     pub fn memory_usage(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<OnceLock<Arc<MaskEntry>>>()
             + self.follow.capacity() * std::mem::size_of::<ByteSet>()
+            + self.shared.as_ref().map_or(0, |sh| sh.hashes.memory_usage())
             + self.bytes.load(Ordering::Relaxed)
     }
 }

@@ -39,8 +39,11 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_json_schema(&self, schema: &Value, options: &JsonSchemaOptions) -> Result<CompiledGrammar, Error> {
-        let (grammar, report) = json_schema_to_grammar(schema, options)?;
-        Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
+        let opts = serde_json::to_string(options).map_err(|e| Error::Schema(SchemaError::not_json(&e)))?;
+        self.cached(&[b"json-schema", opts.as_bytes()], Some(schema), || {
+            let (grammar, report) = json_schema_to_grammar(schema, options)?;
+            Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
+        })
     }
 
     /// Compiles a JSON Schema given as text.
@@ -99,9 +102,11 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_regex(&self, pattern: &str) -> Result<CompiledGrammar, Error> {
-        let expr = regex_to_expr(pattern)?;
-        let mut b = GrammarBuilder::new();
-        b.add_rule("root", expr)?;
-        self.compile(b.build("root")?)
+        self.cached(&[b"regex", pattern.as_bytes()], None, || {
+            let expr = regex_to_expr(pattern)?;
+            let mut b = GrammarBuilder::new();
+            b.add_rule("root", expr)?;
+            self.compile(b.build("root")?)
+        })
     }
 }

@@ -6,9 +6,13 @@
 //! [`crate::GrammarMatcher`]. It never depends on the matcher.
 
 mod builtin;
+mod grammar_cache;
 mod json;
 
-use crate::cache::{reachable_scannable_states, MaskCacheMode};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cache::{reachable_scannable_states, MaskCacheMode, MaskPool, PoolStats};
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
 use crate::frontend::ebnf::parse_ebnf;
@@ -17,6 +21,15 @@ use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
 
 pub use builtin::JSON_GRAMMAR_EBNF;
+pub use grammar_cache::GrammarCacheStats;
+
+use grammar_cache::GrammarCache;
+
+/// Default byte budget of the cross-grammar mask pool: 256 MiB (about 16,000 bitset entries for
+/// a 128k-token vocabulary; most entries are far smaller lists).
+pub const DEFAULT_POOL_BYTES: usize = 256 << 20;
+/// Default number of whole grammars a compiler keeps.
+pub const DEFAULT_GRAMMAR_CACHE_LEN: usize = 64;
 
 /// Compilation options. Setters take and return the config by value.
 ///
@@ -26,10 +39,25 @@ pub use builtin::JSON_GRAMMAR_EBNF;
 /// let config = CompilerConfig::default().max_expanded_repeat(8);
 /// assert_eq!(config.get_max_expanded_repeat(), 8);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompilerConfig {
     fsm: FsmLimits,
     cache_mode: MaskCacheMode,
+    precompute_budget: Option<Duration>,
+    pool_bytes: usize,
+    grammar_cache_len: usize,
+}
+
+impl Default for CompilerConfig {
+    fn default() -> Self {
+        CompilerConfig {
+            fsm: FsmLimits::default(),
+            cache_mode: MaskCacheMode::default(),
+            precompute_budget: None,
+            pool_bytes: DEFAULT_POOL_BYTES,
+            grammar_cache_len: DEFAULT_GRAMMAR_CACHE_LEN,
+        }
+    }
 }
 
 impl CompilerConfig {
@@ -60,9 +88,46 @@ impl CompilerConfig {
     pub fn get_fsm_limits(&self) -> &FsmLimits {
         &self.fsm
     }
+    /// A time budget for the ahead-of-time part of [`MaskCacheMode::Aot`] and
+    /// [`MaskCacheMode::Precompute`]: states are built most expensive first, and none is started
+    /// after the budget; the rest are built on first use (default: no budget).
+    pub fn precompute_budget(mut self, budget: Option<Duration>) -> Self {
+        self.precompute_budget = budget;
+        self
+    }
+    /// The precompute time budget.
+    pub fn get_precompute_budget(&self) -> Option<Duration> {
+        self.precompute_budget
+    }
+    /// The byte budget of the cross-grammar mask pool a [`GrammarCompiler::new`] creates
+    /// (default [`DEFAULT_POOL_BYTES`]; 0 turns sharing off: no pool, no structural hashing).
+    pub fn pool_bytes(mut self, bytes: usize) -> Self {
+        self.pool_bytes = bytes;
+        self
+    }
+    /// The pool budget.
+    pub fn get_pool_bytes(&self) -> usize {
+        self.pool_bytes
+    }
+    /// How many whole compiled grammars the compiler keeps for identical inputs (default
+    /// [`DEFAULT_GRAMMAR_CACHE_LEN`]; 0 turns the cache off).
+    pub fn grammar_cache_len(mut self, n: usize) -> Self {
+        self.grammar_cache_len = n;
+        self
+    }
+    /// The whole-grammar cache capacity.
+    pub fn get_grammar_cache_len(&self) -> usize {
+        self.grammar_cache_len
+    }
 }
 
-/// Compiles grammars for one vocabulary. Cheap to clone; `Send + Sync`.
+/// Compiles grammars for one vocabulary. Cheap to clone (clones share the pool and the
+/// whole-grammar cache); `Send + Sync`.
+///
+/// A compiler owns an `Arc` to a cross-grammar [`MaskPool`] (its own, or one shared with other
+/// compilers through [`GrammarCompiler::with_pool`]): cache entries of every grammar it compiles
+/// are looked up there first. It also keeps the last compiled grammars by input, so compiling
+/// the same input twice returns the same [`CompiledGrammar`].
 ///
 /// # Example
 /// ```
@@ -79,12 +144,61 @@ impl CompilerConfig {
 pub struct GrammarCompiler {
     vocab: Vocabulary,
     config: CompilerConfig,
+    pool: Option<Arc<MaskPool>>,
+    grammars: Arc<GrammarCache>,
 }
 
 impl GrammarCompiler {
-    /// A compiler for `vocab`.
+    /// A compiler for `vocab` with its own pool of [`CompilerConfig::pool_bytes`].
     pub fn new(vocab: Vocabulary, config: CompilerConfig) -> Self {
-        GrammarCompiler { vocab, config }
+        let pool = (config.pool_bytes > 0).then(|| Arc::new(MaskPool::new(&vocab, config.pool_bytes)));
+        let grammars = Arc::new(GrammarCache::new(config.grammar_cache_len));
+        GrammarCompiler { vocab, config, pool, grammars }
+    }
+
+    /// A compiler for `vocab` sharing `pool` (whose budget then applies, not the config's).
+    ///
+    /// # Errors
+    /// [`Error::PoolVocabulary`] when the pool serves another vocabulary.
+    pub fn with_pool(vocab: Vocabulary, config: CompilerConfig, pool: Arc<MaskPool>) -> Result<Self, Error> {
+        let fingerprint = crate::cache::pool::vocabulary_fingerprint(&vocab);
+        if fingerprint != pool.vocab_fingerprint() {
+            return Err(Error::PoolVocabulary { pool: pool.vocab_fingerprint(), vocab: fingerprint });
+        }
+        let grammars = Arc::new(GrammarCache::new(config.grammar_cache_len));
+        Ok(GrammarCompiler { vocab, config, pool: Some(pool), grammars })
+    }
+
+    /// The cross-grammar pool, if sharing is on.
+    pub fn pool(&self) -> Option<&Arc<MaskPool>> {
+        self.pool.as_ref()
+    }
+
+    /// Counters of the cross-grammar pool (all zero when sharing is off).
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.as_ref().map_or_else(PoolStats::default, |p| p.stats())
+    }
+
+    /// Counters of the whole-grammar cache.
+    pub fn grammar_cache_stats(&self) -> GrammarCacheStats {
+        self.grammars.stats()
+    }
+
+    /// Looks `parts` and `json` (with the options that change the product) up in the
+    /// whole-grammar cache.
+    pub(crate) fn cached(
+        &self,
+        parts: &[&[u8]],
+        json: Option<&serde_json::Value>,
+        compile: impl FnOnce() -> Result<CompiledGrammar, Error>,
+    ) -> Result<CompiledGrammar, Error> {
+        if !self.grammars.enabled() {
+            return compile();
+        }
+        let options = format!("{:?}|{:?}", self.config.fsm, self.config.cache_mode);
+        let mut all: Vec<&[u8]> = parts.to_vec();
+        all.push(options.as_bytes());
+        self.grammars.get_or_compile(grammar_cache::hash_parts(&all, json), compile)
     }
 
     /// The vocabulary grammars are compiled for.
@@ -111,8 +225,7 @@ impl GrammarCompiler {
     /// # Errors
     /// As [`GrammarCompiler::compile_grammar`].
     pub fn compile_grammar_with_root(&self, ebnf: &str, root: &str) -> Result<CompiledGrammar, Error> {
-        let grammar = parse_ebnf(ebnf, root)?;
-        self.compile(grammar)
+        self.cached(&[b"ebnf", ebnf.as_bytes(), root.as_bytes()], None, || self.compile(parse_ebnf(ebnf, root)?))
     }
 
     /// Compiles a grammar built with [`crate::GrammarBuilder`] or a front-end.
@@ -120,21 +233,22 @@ impl GrammarCompiler {
     /// # Errors
     /// [`Error::Grammar`] when automaton limits are exceeded.
     pub fn compile(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
+        let start = Instant::now();
         let fsm = build_grammar_fsm(&grammar, &self.config.fsm)?;
-        let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone());
-        let wanted: Vec<_> = match self.config.cache_mode {
-            MaskCacheMode::Jit => Vec::new(),
-            MaskCacheMode::Aot => {
-                reachable_scannable_states(compiled.fsm(), &self.vocab).into_iter().map(|(s, _)| s).collect()
-            }
-            MaskCacheMode::Precompute(k) => {
-                let mut states = reachable_scannable_states(compiled.fsm(), &self.vocab);
-                states.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-                states.into_iter().take(k).map(|(s, _)| s).collect()
-            }
+        let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone(), self.pool.clone());
+        let k = match self.config.cache_mode {
+            MaskCacheMode::Jit => 0,
+            MaskCacheMode::Aot => usize::MAX,
+            MaskCacheMode::Precompute(k) => k,
         };
-        if !wanted.is_empty() {
-            compiled.mask_cache().precompute(compiled.fsm(), &self.vocab, &wanted);
+        if k > 0 {
+            // Most expensive first (estimated by first-byte candidates), so that a time budget
+            // cuts the cheap tail, which is quick to build on first use anyway.
+            let mut states = reachable_scannable_states(compiled.fsm(), &self.vocab);
+            states.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let wanted: Vec<_> = states.into_iter().take(k).map(|(s, _)| s).collect();
+            let deadline = self.config.precompute_budget.map(|b| start + b);
+            compiled.mask_cache().precompute_until(compiled.fsm(), &self.vocab, &wanted, deadline);
         }
         Ok(compiled)
     }
@@ -145,6 +259,7 @@ impl GrammarCompiler {
     /// # Errors
     /// Never in practice; the signature matches the other compile methods.
     pub fn compile_builtin_json_grammar(&self) -> Result<CompiledGrammar, Error> {
+        // Through `compile_grammar`: cached like any EBNF text.
         self.compile_grammar(JSON_GRAMMAR_EBNF)
     }
 }

@@ -93,6 +93,7 @@ const VERSION: u8 = 1;
 const DOMAIN_RULE: u8 = 0;
 const DOMAIN_CYCLE: u8 = 1;
 const DOMAIN_MEMBER: u8 = 2;
+const DOMAIN_ROOTED: u8 = 3;
 
 /// Structural hashes of the rules of a [`GrammarFsm`] and canonical numbers of its states.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,6 +135,67 @@ impl FsmHashes {
         let c = self.canonical[s as usize];
         let h = self.rule_hash[self.state_rule[s as usize] as usize]?;
         (c != UNREACHABLE).then_some((h, c))
+    }
+
+    /// The structural hash of what the parser can reach from state `s` inside its rule: the
+    /// sub-automaton of the states reachable from `s` (numbered breadth-first from `s`, encoded
+    /// as rules are), with referenced rules labelled by their hashes. `None` when a referenced
+    /// rule has no hash.
+    ///
+    /// For a state of a plain rule this is finer than [`FsmHashes::state_key`]: two states
+    /// whose futures are equal get equal hashes even when the rules around them differ (the
+    /// same tool-parameter object inlined into two different request automata). It does not
+    /// cover the rule's start, so it is not a sound key for states of counted repetitions
+    /// (which loop back to the start); use `state_key` there. Linear in the reachable part.
+    ///
+    /// When more than `limit` states are reachable, the key falls back to the whole rule's
+    /// ([`FsmHashes::state_key`], in its own domain): equally sound, shared less, and it keeps
+    /// keying a large automaton linear instead of quadratic in its states.
+    pub fn rooted_hash(&self, fsm: &GrammarFsm, s: StateId, limit: usize) -> Option<u64> {
+        let mut local: crate::util::hash::FastMap<StateId, u32> = Default::default();
+        let mut queue = vec![s];
+        local.insert(s, 0);
+        let mut buf = vec![VERSION, DOMAIN_ROOTED];
+        let mut edges: Vec<(u64, StateId)> = Vec::new();
+        let mut number = |t: StateId, queue: &mut Vec<StateId>| -> u32 {
+            *local.entry(t).or_insert_with(|| {
+                queue.push(t);
+                queue.len() as u32 - 1
+            })
+        };
+        let mut head = 0;
+        while head < queue.len() {
+            if queue.len() > limit {
+                let (h, c) = self.state_key(s)?;
+                let mut whole = vec![VERSION, DOMAIN_RULE];
+                put_u64(&mut whole, h);
+                put_u32(&mut whole, c);
+                return Some(xxh3_64(&whole));
+            }
+            let q = queue[head];
+            head += 1;
+            buf.push(fsm.is_final(q) as u8);
+            let bytes = fsm.byte_edges(q);
+            put_u32(&mut buf, bytes.len() as u32);
+            for e in bytes {
+                let t = number(e.target, &mut queue);
+                buf.extend_from_slice(&[e.lo, e.hi]);
+                put_u32(&mut buf, t);
+            }
+            edges.clear();
+            for e in fsm.rule_edges(q) {
+                edges.push((self.rule_hash[e.rule as usize]?, e.target));
+            }
+            edges.sort_unstable();
+            put_u32(&mut buf, edges.len() as u32);
+            for &(h, target) in &edges {
+                put_u64(&mut buf, h);
+                let t = number(target, &mut queue);
+                put_u32(&mut buf, t);
+            }
+        }
+        put_u32(&mut buf, queue.len() as u32);
+        Some(xxh3_64(&buf))
     }
 
     /// The number of rules.

@@ -40,6 +40,15 @@ impl ByteSet {
     pub fn is_empty(&self) -> bool {
         self.0 == [0; 4]
     }
+    /// Whether the two sets share a byte.
+    #[inline]
+    pub fn intersects(&self, other: &ByteSet) -> bool {
+        self.0.iter().zip(other.0).any(|(a, b)| a & b != 0)
+    }
+    /// The 256 bits as four little-endian words (for stable hashing).
+    pub fn words(&self) -> [u64; 4] {
+        self.0
+    }
     /// The smallest byte of the set.
     pub fn first(&self) -> Option<u8> {
         self.0.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| (i as u32 * 64 + w.trailing_zeros()) as u8)

@@ -4,6 +4,7 @@
 
 mod maskbench;
 mod source;
+mod toolbench;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -48,6 +49,8 @@ enum Command {
     },
     /// Runs MaskBench files: compile, then check every instance token by token.
     Maskbench(maskbench::MaskbenchArgs),
+    /// The tool-calling benchmark (XGrammar-2 §4.1): static and dynamic tool sets per request.
+    Toolbench(toolbench::ToolbenchArgs),
     /// Prints the allowed tokens after a prefix: their count, then their ids on one line.
     Mask {
         #[command(flatten)]
@@ -84,6 +87,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Mask { source, prefix } => mask(&source, &prefix),
         Command::Maskbench(args) => maskbench::run(&args),
+        Command::Toolbench(args) => toolbench::run(&args),
     }
 }
 

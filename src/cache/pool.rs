@@ -1,0 +1,338 @@
+//! [`MaskPool`]: the cross-grammar pool of token-mask cache entries (XGrammar-2 §3.3 and §3.5).
+//!
+//! Every grammar compiled for the same vocabulary looks its cache entries up here before
+//! walking the vocabulary, so the second request whose grammar shares a sub-structure with the
+//! first (the same tool-parameter object, the same string format) pays nothing for it. A
+//! [`crate::compiler::GrammarCompiler`] owns an `Arc` to a pool; several compilers may share one.
+//!
+//! # Keys
+//!
+//! An entry is a function of exactly these inputs (see [`crate::cache`] and
+//! [`crate::earley::Parser::isolated`]); [`entry_key`] hashes all of them:
+//!
+//! 1. what the parser can reach from the state: the structural hash of the sub-automaton
+//!    rooted at the state, referenced rules by their hierarchical hashes ([`crate::fsm::hash`]);
+//!    for counted repetitions, which loop back to their start, the whole rule's hash and the
+//!    state's canonical number;
+//! 2. the certain context: for each parent of the chain, the rooted hashes of the targets of
+//!    its edges that reference the child rule (the parser advances over exactly those when the
+//!    child completes, and reaches nothing else of the parent);
+//! 3. the follow set of the outermost rule of that chain (the lookahead);
+//! 4. the vocabulary ([`vocabulary_fingerprint`]).
+//!
+//! The below-minimum flag of counted items is covered by (2): such an entry is built without
+//! context, so its key has an empty chain. Whenever a rule of (1) or (2) has no structural hash
+//! (non-simple reference cycles) or a state is unreachable, the entry has no key and is not
+//! shared: it is built per grammar, as without a pool.
+//!
+//! Items (1), (2) and (4) form the *base key*; adding (3) gives the *full key*. The pool keeps
+//! [`BaseEntry`]s under base keys and derived [`MaskEntry`]s under full keys:
+//!
+//! * **perfect hit** (full key present): the entry is reused as is (the same `Arc`);
+//! * **partial hit** (only the base key present: same automaton, state and context, another
+//!   lookahead): the entry is derived from the base, which re-decides only the tokens the
+//!   lookahead can change ([`BaseEntry::derive`]), and stored under its full key;
+//! * **miss**: the caller's walk builds the base; both are stored.
+//!
+//! # Bounds and concurrency
+//!
+//! One `parking_lot` mutex guards an LRU list (the `lru` crate) and a byte count; the lock is
+//! held only for map operations, never while walking the vocabulary. When the bytes exceed the
+//! budget the least recently used entries are evicted; an entry larger than the whole budget is
+//! returned to the caller but not stored. Evicted entries stay alive in the grammars that hold
+//! them (an `Arc`), so eviction never invalidates a grammar. Two threads missing the same key at
+//! once both build it (the second insert replaces the first); the per-grammar memo in
+//! [`super::MaskCache`] already prevents that within one grammar.
+
+use std::sync::Arc;
+
+use lru::LruCache;
+use parking_lot::Mutex;
+
+use super::base::BaseEntry;
+use super::MaskEntry;
+use crate::fsm::hash::FsmHashes;
+use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::tokenizer::Vocabulary;
+use crate::util::byteset::ByteSet;
+use crate::util::hash::StableHasher;
+
+/// Bytes charged per stored entry on top of its heap data: the LRU node, key and `Arc` header.
+const SLOT_OVERHEAD: usize = 96;
+/// Version of the key encoding: bump it whenever the encoding or the entry semantics change.
+const KEY_VERSION: u64 = 2;
+/// Reachable states beyond which a state is keyed by its whole rule (see
+/// [`FsmHashes::rooted_hash`]): tool-argument objects are far smaller, whole any-order schema
+/// automata far larger.
+const ROOTED_LIMIT: usize = 4096;
+
+/// The two hashes identifying an entry in a [`MaskPool`] (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EntryKey {
+    /// Automaton state, certain context and vocabulary.
+    pub base: u64,
+    /// The base key and the follow set.
+    pub full: u64,
+}
+
+/// How a [`MaskPool::get_or_build`] call was served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The same entry was in the pool.
+    Hit,
+    /// The same state and context with another follow set: derived from its base.
+    PartialHit,
+    /// Built by walking the vocabulary.
+    Miss,
+}
+
+/// Counters of a [`MaskPool`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Lookups served by a stored entry.
+    pub hits: u64,
+    /// Lookups served by deriving from a stored base (another follow set).
+    pub partial_hits: u64,
+    /// Lookups that walked the vocabulary.
+    pub misses: u64,
+    /// Stored items (bases and derived entries).
+    pub entries: usize,
+    /// Bytes charged for the stored items.
+    pub bytes: usize,
+    /// Items evicted to stay within the budget.
+    pub evictions: u64,
+    /// The byte budget.
+    pub budget: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Slot {
+    Base(u64),
+    Full(u64),
+}
+
+enum Stored {
+    Base(Arc<BaseEntry>),
+    Full(Arc<MaskEntry>),
+}
+
+impl Stored {
+    fn bytes(&self) -> usize {
+        SLOT_OVERHEAD
+            + match self {
+                Stored::Base(b) => b.memory_usage(),
+                Stored::Full(e) => e.memory_usage(),
+            }
+    }
+}
+
+struct Inner {
+    map: LruCache<Slot, Stored>,
+    stats: PoolStats,
+}
+
+/// A byte-bounded, thread-safe pool of cache entries shared by every grammar compiled for one
+/// vocabulary (see the module docs).
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use maskforge::cache::pool::MaskPool;
+/// use maskforge::{CompilerConfig, GrammarCompiler, VocabularyBuilder};
+/// let vocab = VocabularyBuilder::new().tokens(["a", "b", "ab", "</s>"]).special(3).stop_tokens([3]).build()?;
+/// let pool = Arc::new(MaskPool::new(&vocab, 1 << 20));
+/// let a = GrammarCompiler::with_pool(vocab.clone(), CompilerConfig::default(), Arc::clone(&pool))?;
+/// let b = GrammarCompiler::with_pool(vocab, CompilerConfig::default(), Arc::clone(&pool))?;
+/// let mut m = maskforge::GrammarMatcher::new(&a.compile_grammar(r#"root ::= x "b"  x ::= "a"+"#)?);
+/// m.fill_next_token_bitmask(&mut vec![0u32; 1]);
+/// let mut m = maskforge::GrammarMatcher::new(&b.compile_grammar(r#"root ::= y "b"  y ::= "a"+"#)?);
+/// m.fill_next_token_bitmask(&mut vec![0u32; 1]);
+/// assert!(pool.stats().hits >= 1); // renamed rule, same structure: served by the pool
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct MaskPool {
+    vocab_id: u64,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for MaskPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MaskPool").field("vocab_id", &self.vocab_id).field("stats", &self.stats()).finish()
+    }
+}
+
+// The critical sections run no caller code (the walk runs outside the lock) and only do map
+// operations and counter arithmetic, so a panic elsewhere cannot leave the pool half-updated
+// in a way that matters: observing it after a caught panic is fine.
+impl std::panic::RefUnwindSafe for MaskPool {}
+impl std::panic::UnwindSafe for MaskPool {}
+
+impl MaskPool {
+    /// An empty pool for `vocab` holding at most `budget_bytes` (0 stores nothing).
+    pub fn new(vocab: &Vocabulary, budget_bytes: usize) -> Self {
+        MaskPool {
+            vocab_id: vocabulary_fingerprint(vocab),
+            inner: Mutex::new(Inner {
+                map: LruCache::unbounded(),
+                stats: PoolStats { budget: budget_bytes, ..PoolStats::default() },
+            }),
+        }
+    }
+
+    /// The fingerprint of the vocabulary the pool serves ([`vocabulary_fingerprint`]).
+    pub fn vocab_fingerprint(&self) -> u64 {
+        self.vocab_id
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> PoolStats {
+        self.inner.lock().stats
+    }
+
+    /// Drops every stored item (counters are kept).
+    pub fn clear(&self) {
+        let mut inner = self.inner.lock();
+        inner.map.clear();
+        inner.stats.entries = 0;
+        inner.stats.bytes = 0;
+    }
+
+    /// The entry under `key` for the follow set `follow`: stored, derived from a stored base, or
+    /// built with `build` (outside the lock) and stored.
+    pub fn get_or_build(
+        &self,
+        key: EntryKey,
+        follow: &ByteSet,
+        vocab: &Vocabulary,
+        build: impl FnOnce() -> BaseEntry,
+    ) -> (Arc<MaskEntry>, Lookup) {
+        let base = {
+            let mut inner = self.inner.lock();
+            if let Some(Stored::Full(e)) = inner.map.get(&Slot::Full(key.full)) {
+                let e = Arc::clone(e);
+                inner.stats.hits += 1;
+                return (e, Lookup::Hit);
+            }
+            match inner.map.get(&Slot::Base(key.base)) {
+                Some(Stored::Base(b)) => {
+                    let b = Arc::clone(b);
+                    inner.stats.partial_hits += 1;
+                    Some(b)
+                }
+                _ => {
+                    inner.stats.misses += 1;
+                    None
+                }
+            }
+        };
+        let (lookup, base, new_base) = match base {
+            Some(b) => (Lookup::PartialHit, b, false),
+            None => (Lookup::Miss, Arc::new(build()), true),
+        };
+        let entry = Arc::new(base.derive(follow, vocab));
+        let mut inner = self.inner.lock();
+        if new_base {
+            insert(&mut inner, Slot::Base(key.base), Stored::Base(base));
+        }
+        insert(&mut inner, Slot::Full(key.full), Stored::Full(Arc::clone(&entry)));
+        (entry, lookup)
+    }
+}
+
+fn insert(inner: &mut Inner, slot: Slot, item: Stored) {
+    let bytes = item.bytes();
+    if bytes > inner.stats.budget {
+        return;
+    }
+    if let Some(old) = inner.map.put(slot, item) {
+        inner.stats.bytes -= old.bytes();
+        inner.stats.entries -= 1;
+    }
+    inner.stats.bytes += bytes;
+    inner.stats.entries += 1;
+    while inner.stats.bytes > inner.stats.budget {
+        let Some((_, old)) = inner.map.pop_lru() else { break };
+        inner.stats.bytes -= old.bytes();
+        inner.stats.entries -= 1;
+        inner.stats.evictions += 1;
+    }
+}
+
+/// A stable hash of everything about a vocabulary a cache entry depends on: the size, the
+/// bytes of every normal token by id, and which ids are special.
+pub fn vocabulary_fingerprint(vocab: &Vocabulary) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(b"maskforge-vocab-v1");
+    h.update(&(vocab.vocab_size() as u64).to_le_bytes());
+    for id in 0..vocab.vocab_size() as u32 {
+        let bytes = vocab.token_bytes(id);
+        let kind: u8 = if vocab.is_special(id) {
+            1
+        } else if vocab.is_padding(id) {
+            2
+        } else {
+            0
+        };
+        h.update(&[kind]);
+        h.update(&(bytes.len() as u32).to_le_bytes());
+        h.update(bytes);
+    }
+    h.digest()
+}
+
+/// The pool key of the entry of `state` read in `context` (innermost parent first) whose
+/// outermost rule is followed by `follow`, or `None` when some part has no structural hash.
+///
+/// The isolated parser of an entry only ever reaches the states reachable from `state` (and
+/// the rules they reference), then, each time the current rule completes, the targets of the
+/// waiting parent's edges to it and what is reachable from those. So a plain rule's state is
+/// keyed by its [`FsmHashes::rooted_hash`], and each context level by the rooted hashes of
+/// those targets: the key covers exactly what the entry depends on, which lets the same
+/// sub-structure inlined into different automata share. A counted repetition loops back to
+/// its rule's start, so its states are keyed by the whole rule ([`FsmHashes::state_key`]).
+pub fn entry_key(
+    hashes: &FsmHashes,
+    fsm: &GrammarFsm,
+    vocab_id: u64,
+    state: StateId,
+    context: &[StateId],
+    follow: &ByteSet,
+) -> Option<EntryKey> {
+    let mut h = StableHasher::new();
+    h.write_u64(KEY_VERSION).write_u64(vocab_id);
+    let rule = fsm.rule_of(state);
+    match fsm.rules()[rule as usize].kind {
+        RuleKind::Plain => {
+            h.write_u64(0).write_u64(hashes.rooted_hash(fsm, state, ROOTED_LIMIT)?);
+        }
+        RuleKind::Counted { .. } => {
+            let (rule_hash, canonical) = hashes.state_key(state)?;
+            h.write_u64(1).write_u64(rule_hash).write_u64(canonical as u64);
+        }
+    }
+    h.write_u64(context.len() as u64);
+    let mut child = rule;
+    let mut targets: Vec<u64> = Vec::new();
+    for &q in context {
+        if !matches!(fsm.rules()[fsm.rule_of(q) as usize].kind, RuleKind::Plain) {
+            return None; // contexts never contain counted parents; do not share if they did
+        }
+        targets.clear();
+        for e in fsm.rule_edges(q).iter().filter(|e| e.rule == child) {
+            targets.push(hashes.rooted_hash(fsm, e.target, ROOTED_LIMIT)?);
+        }
+        targets.sort_unstable();
+        h.write_u64(targets.len() as u64);
+        for &t in &targets {
+            h.write_u64(t);
+        }
+        child = fsm.rule_of(q);
+    }
+    let base = h.finish();
+    let mut f = StableHasher::new();
+    f.write_u64(base);
+    for w in follow.words() {
+        f.write_u64(w);
+    }
+    Some(EntryKey { base, full: f.finish() })
+}
