@@ -27,6 +27,7 @@ mod tag_dispatch;
 mod token;
 
 pub use build::{build_grammar_fsm, FsmLimits};
+use tag_dispatch::MID_CHAR;
 
 use crate::grammar::{Grammar, RuleId};
 
@@ -140,6 +141,9 @@ pub struct GrammarFsm {
     pub(crate) rule_edges: Vec<RuleEdge>,
     /// Per state that can read a token sentinel, the token ids it accepts (sorted by state).
     pub(crate) token_sets: Vec<(StateId, Box<[(u32, u32)]>)>,
+    /// The free-text states of `TagDispatch` rules at a character boundary, with their
+    /// Aho-Corasick depth (sorted by state).
+    pub(crate) free_text: Vec<(StateId, u32)>,
 }
 
 impl GrammarFsm {
@@ -199,6 +203,19 @@ impl GrammarFsm {
             Err(_) => &[],
         }
     }
+    /// For a free-text state of a `TagDispatch` rule at a character boundary, the length of the
+    /// pending trigger/exclude/stop-string prefix: after reading more bytes than that from `s`
+    /// without completing a pattern, the rule is where the same bytes lead from its start state.
+    /// `None` for every other state. The mask cache uses it to classify most tokens without a
+    /// parser walk.
+    pub fn free_text_depth(&self, s: StateId) -> Option<u32> {
+        self.free_text.binary_search_by_key(&s, |e| e.0).ok().map(|i| self.free_text[i].1).filter(|&d| d < MID_CHAR)
+    }
+    /// Whether `s` is a free-text state of a `TagDispatch` rule (at a character boundary or
+    /// inside a character).
+    pub fn is_free_text(&self, s: StateId) -> bool {
+        self.free_text.binary_search_by_key(&s, |e| e.0).is_ok()
+    }
     /// The grammar rule id of rule index `r`, if it is one of the grammar's own rules.
     pub fn grammar_rule(&self, r: u32, grammar: &Grammar) -> Option<RuleId> {
         ((r as usize) < grammar.rules().len()).then(|| RuleId::new(r as usize))
@@ -214,5 +231,6 @@ impl GrammarFsm {
             + self.rule_offsets.capacity() * 4
             + self.rule_edges.capacity() * std::mem::size_of::<RuleEdge>()
             + self.token_sets.iter().map(|e| 8 + e.1.len() * 8).sum::<usize>()
+            + self.free_text.capacity() * 8
     }
 }
