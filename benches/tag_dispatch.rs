@@ -3,7 +3,8 @@
 //! per-step mask time over an output that mixes free text and two tool calls (cold: entries
 //! built on first use; warm: the same output again on the same compiled grammar).
 //!
-//! `cargo bench --bench tag_dispatch -- [--tokenizer llama3] [--tools 50]`
+//! `cargo bench --bench tag_dispatch -- [--tokenizer llama3] [--tools 50]`; with
+//! `TAG_DISPATCH_SLOW=1`, every step over 500 µs is printed with the token it precedes.
 
 mod common;
 
@@ -58,6 +59,9 @@ fn main() {
                 first = us;
             }
             times.push(us);
+            if us > 500.0 && std::env::var_os("TAG_DISPATCH_SLOW").is_some() {
+                println!("  step {k}: {us:.0} µs before {:?}", vocab.token_text_lossy(id));
+            }
             assert!(mask.get(id as usize), "token {k} not allowed");
             assert!(m.accept_token(id));
         }

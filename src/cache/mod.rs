@@ -124,7 +124,7 @@ impl MaskCache {
             entries: (0..2 * fsm.state_len()).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
-            free_text: fsm.free_text.iter().map(|&(s, _)| (fsm.rule_of(s), OnceLock::new())).collect(),
+            free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),

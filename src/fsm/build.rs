@@ -152,12 +152,10 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         }
     }
     let mut g = freeze(&fsms, b.names, b.kinds, nullable, root);
-    for (r, depths) in b.free_depth.iter().enumerate() {
-        let start = g.rules[r].start - fsms[r].start;
-        for (s, &d) in depths.iter().enumerate() {
-            if d != u32::MAX {
-                g.free_text.push((start + s as u32, d));
-            }
+    for (r, depths) in b.free_depth.into_iter().enumerate() {
+        if !depths.is_empty() {
+            // The rule's states are numbered from `start - fsm.start` in the frozen automaton.
+            g.free_text.push((g.rules[r].start - fsms[r].start, depths.into_boxed_slice()));
         }
     }
     Ok(g)
