@@ -18,3 +18,4 @@ mod pool;
 mod properties;
 mod schema_properties;
 mod tokenizer;
+mod tokens;

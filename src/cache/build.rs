@@ -6,12 +6,20 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::base::{BaseAccepted, BaseEntry};
-use super::MaskEntry;
+use super::{AdaptiveTokenMask, MaskEntry};
 use crate::earley::Parser;
 use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
 use crate::util::byteset::ByteSet;
+use crate::util::sentinel::SENTINEL_LEAD;
+
+/// A token's verdict in [`walk_positions`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Uncertain,
+    Rejected,
+}
 
 /// Classifies every normal token of `vocab` for the scannable state `state` seen in its certain
 /// `context` (see [`Parser::isolated`]); `follow` is the set of bytes that may follow the
@@ -126,7 +134,9 @@ fn walk(
             held = common;
             exits.truncate(held + 1);
         }
-        while held < bytes.len() && parser.advance_byte(bytes[held]) {
+        // The sentinel lead byte is never text (see `util::sentinel`): a token holding it is
+        // rejected or uncertain from there, as if the automaton could not read it.
+        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && parser.advance_byte(bytes[held]) {
             held += 1;
             let exit = parser.is_accepting_at(base + held) as u32;
             exits.push(exits[held - 1] + exit);
@@ -170,6 +180,67 @@ fn walk(
     out
 }
 
+/// Classifies the tokens at the sorted positions `positions` (ascending) with an isolated
+/// parser, sharing prefixes between consecutive ones: the walk of [`walk`] over a subset.
+pub(super) fn walk_positions(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    follow: &ByteSet,
+    vocab: &Vocabulary,
+    state: StateId,
+    positions: &[u32],
+) -> (Vec<u32>, Vec<u32>) {
+    let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
+    let base = parser.byte_len();
+    let ids = vocab.sorted_token_ids();
+    let (mut accepted, mut uncertain) = (Vec::new(), Vec::new());
+    let mut prev: &[u8] = &[];
+    let mut held = 0usize;
+    let mut exits: Vec<u32> = vec![0];
+    // A prefix length of `prev` whose next byte fails, and the verdict of every token sharing it.
+    let mut failed: Option<(usize, Class)> = None;
+    for &pos in positions {
+        let id = ids[pos as usize];
+        let bytes = vocab.token_bytes(id);
+        let lcp = crate::tokenizer::common_prefix_len(prev, bytes);
+        if let Some((f, class)) = failed {
+            if lcp > f {
+                if class == Class::Uncertain {
+                    uncertain.push(pos);
+                }
+                continue;
+            }
+            failed = None;
+        }
+        let common = lcp.min(held);
+        if held > common {
+            parser.pop_bytes(held - common);
+            held = common;
+            exits.truncate(held + 1);
+        }
+        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && parser.advance_byte(bytes[held]) {
+            held += 1;
+            let exit = parser.is_accepting_at(base + held) as u32;
+            exits.push(exits[held - 1] + exit);
+        }
+        prev = bytes;
+        if held == bytes.len() {
+            accepted.push(id);
+            continue;
+        }
+        let class = if exits[held] > 0 && (1..=held).any(|j| exits[j] > exits[j - 1] && follow.contains(bytes[j])) {
+            Class::Uncertain
+        } else {
+            Class::Rejected
+        };
+        if class == Class::Uncertain {
+            uncertain.push(pos);
+        }
+        failed = Some((held, class));
+    }
+    (accepted, uncertain)
+}
+
 fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseAccepted {
     let bitset_words = mask_words(vocab.vocab_size());
     let ids = vocab.sorted_token_ids();
@@ -192,5 +263,32 @@ fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseAccepted {
             bits[id as usize / 32] |= 1 << (id % 32);
         }
         BaseAccepted::Bitset(bits.into_boxed_slice())
+    }
+}
+
+/// The smallest form of an entry's accepted tokens, given its uncertain positions (rejected =
+/// normal tokens neither accepted nor uncertain).
+pub(super) fn adaptive_form(vocab: &Vocabulary, mut accepted: Vec<u32>, uncertain: &[u32]) -> AdaptiveTokenMask {
+    let bitset_words = mask_words(vocab.vocab_size());
+    let ids = vocab.sorted_token_ids();
+    let rejected_len = ids.len() - accepted.len() - uncertain.len();
+    if accepted.len() <= rejected_len && accepted.len() <= bitset_words {
+        accepted.sort_unstable();
+        AdaptiveTokenMask::Accepted(accepted.into_boxed_slice())
+    } else if rejected_len <= bitset_words {
+        let mut other = vec![0u32; bitset_words];
+        for &id in accepted.iter().chain(uncertain.iter().map(|&p| &ids[p as usize])) {
+            other[id as usize / 32] |= 1 << (id % 32);
+        }
+        let mut rejected: Vec<u32> =
+            ids.iter().copied().filter(|&id| other[id as usize / 32] >> (id % 32) & 1 == 0).collect();
+        rejected.sort_unstable();
+        AdaptiveTokenMask::Rejected(rejected.into_boxed_slice())
+    } else {
+        let mut bits = vec![0u32; bitset_words];
+        for id in accepted {
+            bits[id as usize / 32] |= 1 << (id % 32);
+        }
+        AdaptiveTokenMask::Bitset(bits.into_boxed_slice())
     }
 }

@@ -37,6 +37,7 @@
 
 pub mod base;
 mod build;
+mod dispatch;
 pub mod pool;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -145,6 +146,9 @@ pub struct MaskCache {
     /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
     contexts: Vec<Box<[StateId]>>,
     shared: Option<Shared>,
+    /// Per `TagDispatch` rule, the tokens its start state reads as free text (see
+    /// `dispatch.rs`), computed on first use.
+    free_text: crate::util::hash::FastMap<u32, OnceLock<dispatch::FreeTextBase>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -161,6 +165,7 @@ impl MaskCache {
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
             shared: pool.map(|pool| Shared { pool, hashes: hash_rules(fsm) }),
+            free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
@@ -191,16 +196,23 @@ impl MaskCache {
         self.entries[2 * state as usize + below_min as usize].get_or_init(|| {
             let outer = context.last().map_or(fsm.rule_of(state), |&q| fsm.rule_of(q));
             let follow = &self.follow[outer as usize];
+            let free_text = self.free_text.get(&fsm.rule_of(state)).filter(|_| fsm.is_free_text(state));
             let key = self.shared.as_ref().and_then(|sh| {
                 pool::entry_key(&sh.hashes, fsm, sh.pool.vocab_fingerprint(), state, context, follow)
                     .map(|k| (&sh.pool, k))
             });
-            let (e, origin) = match key {
-                Some((pool, key)) => {
+            let (e, origin) = match (free_text, key) {
+                // Free text of a dispatch has its own fast path (per grammar, not pooled).
+                (Some(base), _) => {
+                    let start = fsm.rules()[fsm.rule_of(state) as usize].start;
+                    let base = base.get_or_init(|| dispatch::FreeTextBase::new(fsm, vocab, start));
+                    (Arc::new(dispatch::free_text_entry(fsm, context, follow, vocab, state, base)), 3)
+                }
+                (None, Some((pool, key))) => {
                     let (e, lookup) = pool.get_or_build(key, follow, vocab, || build_base(fsm, context, vocab, state));
                     (e, lookup as usize)
                 }
-                None => (Arc::new(build_entry(fsm, context, follow, vocab, state)), 3),
+                (None, None) => (Arc::new(build_entry(fsm, context, follow, vocab, state)), 3),
             };
             self.origins[origin].fetch_add(1, Ordering::Relaxed);
             self.built.fetch_add(1, Ordering::Relaxed);

@@ -4,10 +4,25 @@
 //! The compiler is the builder of the "config, builder, immutable product, mutable state"
 //! pattern: [`CompilerConfig`] → [`GrammarCompiler`] → [`CompiledGrammar`] →
 //! [`crate::GrammarMatcher`]. It never depends on the matcher.
+//!
+//! # Special-token policy
+//!
+//! Grammars are compiled for one vocabulary, so this is where text meets special tokens:
+//!
+//! * grammar text equal to a special token's text (gpt-oss's `"<|channel|>"`) is matched by
+//!   that special token, as one token; ordinary tokens spelling it byte by byte are accepted
+//!   only with [`CompilerConfig::allow_special_token_text`] (default: not). `TagDispatch`
+//!   triggers and stop strings equal to a special token's text become token triggers and stop
+//!   tokens; patterns mixing one with other text are an error;
+//! * a **stop token** the grammar can read as a terminal (gpt-oss's `<|call|>` after a tool
+//!   call) is accepted as that terminal, and ends the generation when the grammar can end right
+//!   after it; a stop token is allowed iff the grammar can end now, or it can be read as a
+//!   terminal and the grammar can end after it (see [`crate::matcher`]).
 
 mod builtin;
 mod grammar_cache;
 mod json;
+mod special_tokens;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,6 +61,7 @@ pub struct CompilerConfig {
     precompute_budget: Option<Duration>,
     pool_bytes: usize,
     grammar_cache_len: usize,
+    allow_special_token_text: bool,
 }
 
 impl Default for CompilerConfig {
@@ -56,6 +72,7 @@ impl Default for CompilerConfig {
             precompute_budget: None,
             pool_bytes: DEFAULT_POOL_BYTES,
             grammar_cache_len: DEFAULT_GRAMMAR_CACHE_LEN,
+            allow_special_token_text: false,
         }
     }
 }
@@ -118,6 +135,17 @@ impl CompilerConfig {
     /// The whole-grammar cache capacity.
     pub fn get_grammar_cache_len(&self) -> usize {
         self.grammar_cache_len
+    }
+    /// Whether grammar text that spells a special token's text (`"<|channel|>"`) also accepts
+    /// ordinary tokens spelling it byte by byte. Default `false`: such text matches only the
+    /// special token (see the special-token policy in the [module docs](self)).
+    pub fn allow_special_token_text(mut self, yes: bool) -> Self {
+        self.allow_special_token_text = yes;
+        self
+    }
+    /// See [`CompilerConfig::allow_special_token_text`].
+    pub fn get_allow_special_token_text(&self) -> bool {
+        self.allow_special_token_text
     }
 }
 
@@ -230,10 +258,15 @@ impl GrammarCompiler {
 
     /// Compiles a grammar built with [`crate::GrammarBuilder`] or a front-end.
     ///
+    /// Text equal to a special token's text is rewritten to that token first (see the
+    /// special-token policy in the [module docs](self)).
+    ///
     /// # Errors
-    /// [`Error::Grammar`] when automaton limits are exceeded.
+    /// [`Error::Grammar`] when automaton limits are exceeded or a `TagDispatch` is malformed.
     pub fn compile(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
         let start = Instant::now();
+        let texts = special_tokens::SpecialTexts::new(&self.vocab);
+        let grammar = special_tokens::apply(grammar, &texts, self.config.allow_special_token_text)?;
         let fsm = build_grammar_fsm(&grammar, &self.config.fsm)?;
         let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone(), self.pool.clone());
         let k = match self.config.cache_mode {

@@ -14,8 +14,8 @@
 //!   references get no automaton of their own.
 
 use super::determinize::{determinize, merge_equal_suffixes, minimize, remove_epsilons};
-use super::{ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
-use crate::grammar::{Expr, Grammar, GrammarError};
+use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
+use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::hash::FastMap;
 use crate::util::scc::strongly_connected_components;
 use crate::util::utf8::utf8_sequences;
@@ -85,6 +85,11 @@ struct Builder<'a> {
     /// counted rules forever).
     pending: Vec<Option<(Expr, Vec<u32>)>>,
     states: usize,
+    /// The first error met while lowering an expression (`expr` itself cannot fail).
+    error: Option<GrammarError>,
+    /// Per rule, for dispatch rules, the Aho-Corasick depth of each free-text state (see
+    /// `tag_dispatch::DispatchFsm::free_depth`); empty for other rules.
+    free_depth: Vec<Vec<u32>>,
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -106,6 +111,8 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         kinds: vec![RuleKind::Plain; n],
         pending: grammar.rules().iter().map(|r| Some((r.body.clone(), Vec::new()))).collect(),
         states: 0,
+        error: None,
+        free_depth: Vec::new(),
     };
     let root = grammar.root().index() as u32;
     b.need(root);
@@ -114,7 +121,7 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
         b.inline_stack = outer;
         b.inline_stack.push(r);
-        let mut fsm = b.rule_fsm(&body)?;
+        let mut fsm = b.rule_fsm(&body, r)?;
         b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
             add_fresh_start(&mut fsm);
@@ -154,7 +161,14 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
             }
         }
     }
-    Ok(freeze(fsms, b.names, b.kinds, nullable, root))
+    let mut g = freeze(&fsms, b.names, b.kinds, nullable, root);
+    for (r, depths) in b.free_depth.into_iter().enumerate() {
+        if !depths.is_empty() {
+            // The rule's states are numbered from `start - fsm.start` in the frozen automaton.
+            g.free_text.push((g.rules[r].start - fsms[r].start, depths.into_boxed_slice()));
+        }
+    }
+    Ok(g)
 }
 
 /// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
@@ -190,11 +204,17 @@ impl Builder<'_> {
             && states + self.full_size[r as usize] <= self.limits.max_inlined_rule_states
     }
 
-    fn rule_fsm(&mut self, body: &Expr) -> Result<Fsm, GrammarError> {
+    fn rule_fsm(&mut self, body: &Expr, rule: u32) -> Result<Fsm, GrammarError> {
+        if let Expr::TagDispatch(t) = body {
+            return self.dispatch_rule(t, rule);
+        }
         let mut nfa = Fsm::default();
         let start = nfa.add_state();
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
         nfa.finals[end as usize] = true;
         // Merging equal suffixes first shrinks the copies inlining made before the two
         // superlinear steps run.
@@ -207,11 +227,49 @@ impl Builder<'_> {
         })
     }
 
+    /// The automaton of a rule whose body is a `TagDispatch` (see [`tag_dispatch`]): bodies
+    /// that are not rule references are lifted into rules of their own.
+    fn dispatch_rule(&mut self, t: &TagDispatch, rule: u32) -> Result<Fsm, GrammarError> {
+        let bodies: Vec<u32> = t
+            .bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| match body {
+                Expr::Rule(r) => {
+                    let r = r.index() as u32;
+                    self.need(r);
+                    r
+                }
+                _ => self.synthetic_rule(format!("{}$tag{i}", self.names[rule as usize]), body),
+            })
+            .collect();
+        let d = tag_dispatch::dispatch_fsm(t, &bodies, &self.names[rule as usize])?;
+        if self.free_depth.len() <= rule as usize {
+            self.free_depth.resize(rule as usize + 1, Vec::new());
+        }
+        self.free_depth[rule as usize] = d.free_depth;
+        Ok(d.fsm)
+    }
+
+    /// A new plain rule for `body`, built later in the current inlining context.
+    fn synthetic_rule(&mut self, name: String, body: &Expr) -> u32 {
+        let r = self.names.len() as u32;
+        self.names.push(name);
+        self.kinds.push(RuleKind::Plain);
+        self.pending.push(Some((body.clone(), self.inline_stack.clone())));
+        self.need(r);
+        r
+    }
+
     /// Adds `e` to `nfa` starting at `from`; returns the state where it ends.
     fn expr(&mut self, nfa: &mut Fsm, e: &Expr, from: u32) -> u32 {
         match e {
             Expr::Empty => from,
             Expr::Bytes(bytes) => {
+                if bytes.contains(&crate::util::sentinel::SENTINEL_LEAD) && self.error.is_none() {
+                    let rule = self.inline_stack.first().map_or(0, |&r| r as usize);
+                    self.error = Some(GrammarError::ReservedByte { rule: self.names[rule].clone() });
+                }
                 let mut cur = from;
                 for &b in bytes {
                     let next = nfa.add_state();
@@ -255,7 +313,17 @@ impl Builder<'_> {
                 nfa.add_edge(from, Label::Rule(r), next);
                 next
             }
-            Expr::Token(_) | Expr::TagDispatch(_) => todo!("issue 6: token-level elements and TagDispatch automata"),
+            Expr::Token(set) => token::lower_token_set(nfa, set, from),
+            Expr::TagDispatch(_) => {
+                // A dispatch inside an expression becomes a rule of its own (its automaton is
+                // built from the Aho-Corasick automaton, not by Thompson construction).
+                let owner = self.inline_stack.first().map_or(0, |&r| r as usize);
+                let name = format!("{}$dispatch{}", self.names[owner], self.names.len());
+                let r = self.synthetic_rule(name, e);
+                let next = nfa.add_state();
+                nfa.add_edge(from, Label::Rule(r), next);
+                next
+            }
             Expr::Seq(items) => items.iter().fold(from, |cur, x| self.expr(nfa, x, cur)),
             Expr::Choice(alts) => {
                 let end = nfa.add_state();
@@ -366,7 +434,8 @@ fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
                 }
                 _ => false,
             };
-            recursive && delimited
+            // A dispatch is one automaton of its own, never copied into its users.
+            (recursive && delimited) || matches!(rule.body, Expr::TagDispatch(_))
         })
         .collect()
 }
@@ -541,7 +610,7 @@ fn nullable_rules(fsms: &[Fsm], kinds: &[RuleKind]) -> Vec<bool> {
     }
 }
 
-fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<bool>, root: u32) -> GrammarFsm {
+fn freeze(fsms: &[Fsm], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<bool>, root: u32) -> GrammarFsm {
     let total: usize = fsms.iter().map(|f| f.state_len()).sum();
     let mut g = GrammarFsm {
         rules: Vec::with_capacity(fsms.len()),
@@ -552,6 +621,8 @@ fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Ve
         byte_edges: Vec::new(),
         rule_offsets: Vec::with_capacity(total + 1),
         rule_edges: Vec::new(),
+        token_sets: Vec::new(),
+        free_text: Vec::new(),
     };
     let mut base = 0u32;
     for (r, fsm) in fsms.iter().enumerate() {
@@ -584,5 +655,6 @@ fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Ve
     }
     g.byte_offsets.push(g.byte_edges.len() as u32);
     g.rule_offsets.push(g.rule_edges.len() as u32);
+    g.token_sets = token::token_sets(&g);
     g
 }
