@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let fsm = build_grammar_fsm(&grammar, &limits)?;
         let build = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let cache = MaskCache::new(&fsm);
+        let cache = MaskCache::new(&fsm, None);
         let setup = t.elapsed().as_secs_f64() * 1e3;
         drop(cache);
         let states = fsm.state_len();
