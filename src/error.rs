@@ -23,6 +23,12 @@ pub enum Error {
     /// A regular expression is malformed or uses a construct a grammar cannot enforce.
     #[error(transparent)]
     Regex(#[from] crate::frontend::regex::RegexError),
+    /// A structural tag is malformed (with the JSON pointer of the offending part).
+    #[error(transparent)]
+    StructuralTag(#[from] crate::frontend::structural_tag::StructuralTagError),
+    /// A protocol request is malformed (unknown protocol, bad tools or tool_choice).
+    #[error(transparent)]
+    Protocol(#[from] crate::frontend::protocol::ProtocolError),
     /// A matcher call failed (invalid token id, rollback too far, short mask buffer).
     #[error(transparent)]
     Matcher(#[from] crate::matcher::MatcherError),

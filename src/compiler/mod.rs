@@ -7,6 +7,7 @@
 
 mod builtin;
 mod json;
+mod structural;
 
 use crate::cache::{reachable_scannable_states, MaskCacheMode};
 use crate::compiled::CompiledGrammar;

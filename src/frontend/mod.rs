@@ -26,6 +26,7 @@
 
 pub mod ebnf;
 pub mod json_schema;
+pub mod protocol;
 pub mod regex;
 pub mod structural_tag;
 

@@ -81,6 +81,7 @@ impl<'a> Lowerer<'a> {
             Format::Tag(tag) => self.tag(tag)?,
             Format::TriggeredTags { triggers, tags, excludes, at_least_one, stop_after_first } => {
                 let mut groups: Vec<Vec<Expr>> = vec![Vec::new(); triggers.len()];
+                let mut full = Vec::with_capacity(tags.len());
                 for (i, tag) in tags.iter().enumerate() {
                     let tp = join(&join(p, "tags"), &i.to_string());
                     let Delimiter::Text(begin) = &tag.begin else {
@@ -93,33 +94,29 @@ impl<'a> Lowerer<'a> {
                         .ok_or_else(|| {
                             Error::invalid(&join(&tp, "begin"), format!("`{begin}` starts with none of the triggers {triggers:?}"))
                         })?;
-                    let rest = Expr::literal(&begin[triggers[owner].len()..]);
-                    groups[owner].push(self.tag_after_begin(tag, rest)?);
+                    let rest = self.tag_rest(tag)?;
+                    full.push(seq(vec![Expr::literal(begin), rest.clone()]));
+                    groups[owner].push(seq(vec![Expr::literal(&begin[triggers[owner].len()..]), rest]));
                 }
-                let full: Vec<Expr> =
-                    tags.iter().map(|t| self.tag(t)).collect::<Result<_, _>>()?;
-                let dispatch = |me: &mut Self, looped: bool| {
-                    let tagged = triggers.iter().map(|t| Trigger::Text(t.as_bytes().to_vec())).zip(groups.clone());
-                    me.dispatch(tagged, text_excludes(excludes, ends), looped, p)
-                };
-                match (*at_least_one, *stop_after_first) {
-                    (false, stop) => dispatch(self, !stop)?,
-                    (true, true) => Expr::Choice(full),
-                    (true, false) => {
-                        let rest = dispatch(self, true)?;
-                        Expr::Seq(vec![Expr::Choice(full), rest])
-                    }
-                }
+                let tagged: Vec<(Trigger, Vec<Expr>)> =
+                    triggers.iter().map(|t| Trigger::Text(t.as_bytes().to_vec())).zip(groups).collect();
+                self.triggered(tagged, full, text_excludes(excludes, ends), *at_least_one, *stop_after_first, p)?
             }
             Format::TagsWithSeparator { tags, separator, at_least_one, stop_after_first } => {
-                let one = Expr::Choice(tags.iter().map(|t| self.tag(t)).collect::<Result<_, _>>()?);
-                let list = if *stop_after_first {
+                let one = choice(tags.iter().map(|t| self.tag(t)).collect::<Result<_, _>>()?);
+                let list = if *stop_after_first || is_never(&one) {
                     one
                 } else {
+                    // One rule for the tag choice, referenced twice.
+                    let rule = self.b.fresh_rule("tags");
+                    self.b.define(rule, one, None).map_err(|e| grammar_error(p, e))?;
+                    let one = Expr::Rule(rule);
                     Expr::Seq(vec![one.clone(), Expr::star(Expr::Seq(vec![Expr::literal(separator), one]))])
                 };
                 if *at_least_one {
                     list
+                } else if is_never(&list) {
+                    Expr::Empty
                 } else {
                     Expr::opt(list)
                 }
@@ -137,31 +134,23 @@ impl<'a> Lowerer<'a> {
             Format::TokenTriggeredTags { trigger_tokens, tags, exclude_tokens, at_least_one, stop_after_first } => {
                 let ids: Vec<u32> = trigger_tokens.iter().map(|t| self.token(t, p)).collect::<Result<_, _>>()?;
                 let mut groups: Vec<Vec<Expr>> = vec![Vec::new(); ids.len()];
+                let mut full = Vec::with_capacity(tags.len());
                 for (i, tag) in tags.iter().enumerate() {
                     let tp = join(&join(p, "tags"), &i.to_string());
                     let Delimiter::Token(begin) = &tag.begin else {
                         return Err(Error::invalid(&join(&tp, "begin"), "tags of `token_triggered_tags` need a `token` begin"));
                     };
-                    let id = self.token(begin, &tp)?;
+                    let id = self.token(begin, &join(&tp, "begin"))?;
                     let owner = ids.iter().position(|&t| t == id).ok_or_else(|| {
                         Error::invalid(&join(&tp, "begin"), format!("the begin token {id} is not one of the trigger tokens"))
                     })?;
-                    groups[owner].push(self.tag_after_begin(tag, Expr::Empty)?);
+                    let rest = self.tag_rest(tag)?;
+                    full.push(seq(vec![Expr::Token(TokenSet::of([id])), rest.clone()]));
+                    groups[owner].push(rest);
                 }
-                let full: Vec<Expr> = tags.iter().map(|t| self.tag(t)).collect::<Result<_, _>>()?;
+                let tagged: Vec<(Trigger, Vec<Expr>)> = ids.iter().map(|&t| Trigger::Token(t)).zip(groups).collect();
                 let excludes = self.token_excludes(exclude_tokens, ends, p)?;
-                let dispatch = |me: &mut Self, looped: bool| {
-                    let tagged = ids.iter().map(|&t| Trigger::Token(t)).zip(groups.clone());
-                    me.dispatch(tagged, excludes.clone(), looped, p)
-                };
-                match (*at_least_one, *stop_after_first) {
-                    (false, stop) => dispatch(self, !stop)?,
-                    (true, true) => Expr::Choice(full),
-                    (true, false) => {
-                        let rest = dispatch(self, true)?;
-                        Expr::Seq(vec![Expr::Choice(full), rest])
-                    }
-                }
+                self.triggered(tagged, full, excludes, *at_least_one, *stop_after_first, p)?
             }
             Format::TokenDispatch { rules, looped, exclude_tokens } => {
                 let mut tagged = Vec::with_capacity(rules.len());
@@ -178,15 +167,17 @@ impl<'a> Lowerer<'a> {
     /// `begin content end` in full.
     fn tag(&mut self, tag: &Tag) -> Result<Expr, Error> {
         let begin = self.delimiter(&tag.begin, &join(&tag.pointer, "begin"))?;
-        self.tag_after_begin(tag, begin)
+        let rest = self.tag_rest(tag)?;
+        Ok(seq(vec![begin, rest]))
     }
 
-    /// `begin content end` where `begin` is already lowered (the part after a trigger).
-    fn tag_after_begin(&mut self, tag: &Tag, begin: Expr) -> Result<Expr, Error> {
+    /// `content end` of a tag, the content knowing the end (automatic end detection).
+    fn tag_rest(&mut self, tag: &Tag) -> Result<Expr, Error> {
         let mut ends = Ends::default();
         let mut end_alts = Vec::with_capacity(tag.end.len());
         for (i, d) in tag.end.iter().enumerate() {
-            let e = self.delimiter(d, &join(&join(&tag.pointer, "end"), &i.to_string()))?;
+            let at = if tag.end.len() == 1 { join(&tag.pointer, "end") } else { join(&join(&tag.pointer, "end"), &i.to_string()) };
+            let e = self.delimiter(d, &at)?;
             match (d, &e) {
                 (Delimiter::Text(s), _) if !s.is_empty() => ends.text.push(s.as_bytes().to_vec()),
                 (Delimiter::Token(_), Expr::Token(set)) => ends.tokens.extend(set.ranges().iter().map(|r| r.0)),
@@ -195,8 +186,31 @@ impl<'a> Lowerer<'a> {
             end_alts.push(e);
         }
         let content = self.lower(&tag.content, &ends)?;
-        let end = if end_alts.len() == 1 { end_alts.pop().unwrap() } else { Expr::Choice(end_alts) };
-        Ok(Expr::Seq(vec![begin, content, end]))
+        Ok(seq(vec![content, choice(end_alts)]))
+    }
+
+    /// The shared part of `triggered_tags` and `token_triggered_tags`: `full` are the tags
+    /// with their begins, `tagged` the bodies after each trigger.
+    fn triggered(
+        &mut self,
+        tagged: Vec<(Trigger, Vec<Expr>)>,
+        full: Vec<Expr>,
+        excludes: Vec<Trigger>,
+        at_least_one: bool,
+        stop_after_first: bool,
+        p: &str,
+    ) -> Result<Expr, Error> {
+        let tagged: Vec<(Trigger, Vec<Expr>)> =
+            tagged.into_iter().map(|(t, bodies)| (t, bodies.into_iter().filter(|b| !is_never(b)).collect())).collect();
+        Ok(match (at_least_one, stop_after_first) {
+            (false, stop) => self.dispatch(tagged, excludes, !stop, p)?,
+            (true, true) => choice(full),
+            (true, false) => {
+                let first = choice(full);
+                let rest = self.dispatch(tagged, excludes, true, p)?;
+                seq(vec![first, rest])
+            }
+        })
     }
 
     fn delimiter(&mut self, d: &Delimiter, pointer: &str) -> Result<Expr, Error> {
@@ -221,7 +235,7 @@ impl<'a> Lowerer<'a> {
                 excludes.push(trigger);
                 continue;
             }
-            let body = if bodies.len() == 1 { bodies.pop().unwrap() } else { Expr::Choice(bodies) };
+            let body = choice(std::mem::take(&mut bodies));
             let rule = self.b.fresh_rule("tag_body");
             self.b.define(rule, body, None).map_err(|e| grammar_error(pointer, e))?;
             pairs.push((trigger, Expr::Rule(rule)));
@@ -286,6 +300,39 @@ impl<'a> Lowerer<'a> {
     fn exclude_token(&self, ex: &[TokenRef], ends: &Ends, p: &str) -> Result<Expr, Error> {
         let ids: Vec<u32> = ex.iter().map(|t| self.token(t, p)).collect::<Result<_, _>>()?;
         Ok(Expr::Token(TokenSet::new(ids.into_iter().chain(ends.tokens.iter().copied()).map(|i| (i, i)), true)))
+    }
+}
+
+/// The empty language (an empty choice).
+fn never() -> Expr {
+    Expr::Choice(Vec::new())
+}
+
+fn is_never(e: &Expr) -> bool {
+    match e {
+        Expr::Choice(v) => v.iter().all(is_never),
+        Expr::Seq(v) => v.iter().any(is_never),
+        Expr::Repeat(r) => r.min > 0 && is_never(&r.expr),
+        _ => false,
+    }
+}
+
+/// A sequence, "never" as soon as one item is.
+fn seq(items: Vec<Expr>) -> Expr {
+    if items.iter().any(is_never) {
+        never()
+    } else {
+        Expr::Seq(items)
+    }
+}
+
+/// A choice without its "never" alternatives.
+fn choice(alts: Vec<Expr>) -> Expr {
+    let mut alts: Vec<Expr> = alts.into_iter().filter(|a| !is_never(a)).collect();
+    if alts.len() == 1 {
+        alts.pop().unwrap()
+    } else {
+        Expr::Choice(alts)
     }
 }
 
