@@ -17,3 +17,4 @@ mod matcher;
 mod properties;
 mod schema_properties;
 mod tokenizer;
+mod tokens;

@@ -11,6 +11,7 @@ use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
 use crate::util::byteset::ByteSet;
+use crate::util::sentinel::SENTINEL_LEAD;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
@@ -109,7 +110,9 @@ fn walk(
             held = common;
             exits.truncate(held + 1);
         }
-        while held < bytes.len() && parser.advance_byte(bytes[held]) {
+        // The sentinel lead byte is never text (see `util::sentinel`): a token holding it is
+        // rejected or uncertain from there, as if the automaton could not read it.
+        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && parser.advance_byte(bytes[held]) {
             held += 1;
             let exit = parser.is_accepting_at(base + held) as u32;
             exits.push(exits[held - 1] + exit);

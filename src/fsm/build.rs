@@ -14,8 +14,8 @@
 //!   references get no automaton of their own.
 
 use super::determinize::{determinize, minimize, remove_epsilons};
-use super::{ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
-use crate::grammar::{Expr, Grammar, GrammarError};
+use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
+use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::scc::strongly_connected_components;
 use crate::util::utf8::utf8_sequences;
 
@@ -76,6 +76,8 @@ struct Builder<'a> {
     /// counted rules forever).
     pending: Vec<Option<(Expr, Vec<u32>)>>,
     states: usize,
+    /// The first error met while lowering an expression (`expr` itself cannot fail).
+    error: Option<GrammarError>,
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -96,6 +98,7 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         kinds: vec![RuleKind::Plain; n],
         pending: grammar.rules().iter().map(|r| Some((r.body.clone(), Vec::new()))).collect(),
         states: 0,
+        error: None,
     };
     let root = grammar.root().index() as u32;
     b.need(root);
@@ -104,7 +107,7 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
         b.inline_stack = outer;
         b.inline_stack.push(r);
-        let mut fsm = b.rule_fsm(&body)?;
+        let mut fsm = b.rule_fsm(&body, r)?;
         b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
             add_fresh_start(&mut fsm);
@@ -181,11 +184,17 @@ impl Builder<'_> {
             && states + self.body_size[r as usize] <= self.limits.max_inlined_rule_states
     }
 
-    fn rule_fsm(&mut self, body: &Expr) -> Result<Fsm, GrammarError> {
+    fn rule_fsm(&mut self, body: &Expr, rule: u32) -> Result<Fsm, GrammarError> {
+        if let Expr::TagDispatch(t) = body {
+            return self.dispatch_rule(t, rule);
+        }
         let mut nfa = Fsm::default();
         let start = nfa.add_state();
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
         nfa.finals[end as usize] = true;
         let nfa = remove_epsilons(&nfa);
         Ok(match determinize(&nfa, self.limits.max_dfa_states) {
@@ -194,11 +203,45 @@ impl Builder<'_> {
         })
     }
 
+    /// The automaton of a rule whose body is a `TagDispatch` (see [`tag_dispatch`]): bodies
+    /// that are not rule references are lifted into rules of their own.
+    fn dispatch_rule(&mut self, t: &TagDispatch, rule: u32) -> Result<Fsm, GrammarError> {
+        let bodies: Vec<u32> = t
+            .bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| match body {
+                Expr::Rule(r) => {
+                    let r = r.index() as u32;
+                    self.need(r);
+                    r
+                }
+                _ => self.synthetic_rule(format!("{}$tag{i}", self.names[rule as usize]), body),
+            })
+            .collect();
+        let fsm = tag_dispatch::dispatch_fsm(t, &bodies, &self.names[rule as usize])?;
+        Ok(minimize(&fsm))
+    }
+
+    /// A new plain rule for `body`, built later in the current inlining context.
+    fn synthetic_rule(&mut self, name: String, body: &Expr) -> u32 {
+        let r = self.names.len() as u32;
+        self.names.push(name);
+        self.kinds.push(RuleKind::Plain);
+        self.pending.push(Some((body.clone(), self.inline_stack.clone())));
+        self.need(r);
+        r
+    }
+
     /// Adds `e` to `nfa` starting at `from`; returns the state where it ends.
     fn expr(&mut self, nfa: &mut Fsm, e: &Expr, from: u32) -> u32 {
         match e {
             Expr::Empty => from,
             Expr::Bytes(bytes) => {
+                if bytes.contains(&crate::util::sentinel::SENTINEL_LEAD) && self.error.is_none() {
+                    let rule = self.inline_stack.first().map_or(0, |&r| r as usize);
+                    self.error = Some(GrammarError::ReservedByte { rule: self.names[rule].clone() });
+                }
                 let mut cur = from;
                 for &b in bytes {
                     let next = nfa.add_state();
@@ -235,7 +278,17 @@ impl Builder<'_> {
                 nfa.add_edge(from, Label::Rule(r), next);
                 next
             }
-            Expr::Token(_) | Expr::TagDispatch(_) => todo!("issue 6: token-level elements and TagDispatch automata"),
+            Expr::Token(set) => token::lower_token_set(nfa, set, from),
+            Expr::TagDispatch(_) => {
+                // A dispatch inside an expression becomes a rule of its own (its automaton is
+                // built from the Aho-Corasick automaton, not by Thompson construction).
+                let owner = self.inline_stack.first().map_or(0, |&r| r as usize);
+                let name = format!("{}$dispatch{}", self.names[owner], self.names.len());
+                let r = self.synthetic_rule(name, e);
+                let next = nfa.add_state();
+                nfa.add_edge(from, Label::Rule(r), next);
+                next
+            }
             Expr::Seq(items) => items.iter().fold(from, |cur, x| self.expr(nfa, x, cur)),
             Expr::Choice(alts) => {
                 let end = nfa.add_state();
@@ -341,7 +394,8 @@ fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
                 }
                 _ => false,
             };
-            recursive && delimited
+            // A dispatch is one automaton of its own, never copied into its users.
+            (recursive && delimited) || matches!(rule.body, Expr::TagDispatch(_))
         })
         .collect()
 }
@@ -431,6 +485,7 @@ fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Ve
         byte_edges: Vec::new(),
         rule_offsets: Vec::with_capacity(total + 1),
         rule_edges: Vec::new(),
+        token_sets: Vec::new(),
     };
     let mut base = 0u32;
     for (r, fsm) in fsms.iter().enumerate() {
@@ -463,5 +518,6 @@ fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Ve
     }
     g.byte_offsets.push(g.byte_edges.len() as u32);
     g.rule_offsets.push(g.rule_edges.len() as u32);
+    g.token_sets = token::token_sets(&g);
     g
 }

@@ -23,6 +23,8 @@ mod build;
 mod determinize;
 pub mod hash;
 pub mod lookahead;
+mod tag_dispatch;
+mod token;
 
 pub use build::{build_grammar_fsm, FsmLimits};
 
@@ -136,6 +138,8 @@ pub struct GrammarFsm {
     pub(crate) byte_edges: Vec<ByteEdge>,
     pub(crate) rule_offsets: Vec<u32>,
     pub(crate) rule_edges: Vec<RuleEdge>,
+    /// Per state that can read a token sentinel, the token ids it accepts (sorted by state).
+    pub(crate) token_sets: Vec<(StateId, Box<[(u32, u32)]>)>,
 }
 
 impl GrammarFsm {
@@ -181,6 +185,20 @@ impl GrammarFsm {
     pub fn rule_edges(&self, s: StateId) -> &[RuleEdge] {
         &self.rule_edges[self.rule_offsets[s as usize] as usize..self.rule_offsets[s as usize + 1] as usize]
     }
+    /// Whether state `s` can read a token by id (has an edge on the sentinel lead byte `0xFF`;
+    /// see [`crate::util::sentinel`]).
+    #[inline]
+    pub fn reads_token(&self, s: StateId) -> bool {
+        token::reads_sentinel(self, s)
+    }
+    /// The token ids state `s` accepts by id, as sorted disjoint inclusive ranges (empty when
+    /// it reads no token). Ids are not limited to a vocabulary: a negated set reaches `2^24 - 1`.
+    pub fn token_ids(&self, s: StateId) -> &[(u32, u32)] {
+        match self.token_sets.binary_search_by_key(&s, |e| e.0) {
+            Ok(i) => &self.token_sets[i].1,
+            Err(_) => &[],
+        }
+    }
     /// The grammar rule id of rule index `r`, if it is one of the grammar's own rules.
     pub fn grammar_rule(&self, r: u32, grammar: &Grammar) -> Option<RuleId> {
         ((r as usize) < grammar.rules().len()).then(|| RuleId::new(r as usize))
@@ -195,5 +213,6 @@ impl GrammarFsm {
             + self.byte_edges.capacity() * std::mem::size_of::<ByteEdge>()
             + self.rule_offsets.capacity() * 4
             + self.rule_edges.capacity() * std::mem::size_of::<RuleEdge>()
+            + self.token_sets.iter().map(|e| 8 + e.1.len() * 8).sum::<usize>()
     }
 }

@@ -133,6 +133,21 @@ pub enum GrammarError {
         /// The upper bound.
         max: u32,
     },
+    /// A literal contains the byte `0xFF`, which no UTF-8 text contains and which the automata
+    /// reserve for token ids (see `util::sentinel`).
+    #[error("rule `{rule}`: a literal contains the byte 0xFF, which is reserved for token ids")]
+    ReservedByte {
+        /// The rule's name.
+        rule: String,
+    },
+    /// A `TagDispatch` that cannot be built.
+    #[error("TagDispatch in rule `{rule}`: {reason}")]
+    InvalidTagDispatch {
+        /// The rule's name.
+        rule: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A limit of [`GrammarLimits`] was exceeded.
     #[error("grammar too large: {what} is {actual}, the limit is {limit}")]
     TooLarge {

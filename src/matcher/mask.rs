@@ -69,6 +69,7 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
             }
         }
     }
+    add_token_ids(parser, grammar, out);
     if scratch.check.is_empty() {
         return;
     }
@@ -76,6 +77,40 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
     scratch.check.dedup();
     let ids = vocab.sorted_token_ids();
     walk_tokens(parser, vocab, scratch.check.iter().map(|&pos| ids[pos as usize]), out);
+}
+
+/// ORs into `out` the tokens some item of the current set reads by id (its sentinel), from the
+/// id ranges the automaton records per state: no parser run (see `fsm::token`).
+fn add_token_ids(parser: &Parser, grammar: &CompiledGrammar, out: &mut [u32]) {
+    let fsm = grammar.fsm();
+    let tokens = grammar.vocabulary().token_mask();
+    for it in parser.current_items() {
+        if !fsm.reads_token(it.state) {
+            continue;
+        }
+        for &(lo, hi) in fsm.token_ids(it.state) {
+            set_range(out, tokens, lo, hi);
+        }
+    }
+}
+
+/// Sets the bits `lo..=hi` of `out` that are set in `allowed`.
+fn set_range(out: &mut [u32], allowed: &[u32], lo: u32, hi: u32) {
+    let hi = hi.min((allowed.len() * 32) as u32 - 1);
+    if lo > hi {
+        return;
+    }
+    let (wlo, whi) = (lo as usize / 32, hi as usize / 32);
+    for w in wlo..=whi {
+        let mut bits = u32::MAX;
+        if w == wlo {
+            bits &= u32::MAX << (lo % 32);
+        }
+        if w == whi {
+            bits &= u32::MAX >> (31 - hi % 32);
+        }
+        out[w] |= bits & allowed[w];
+    }
 }
 
 /// ORs the accepted tokens of an entry into `out`.

@@ -4,13 +4,65 @@
 //! accepted, so `rollback(n)` is a truncation of the parser's item sets. Masks come from the
 //! token-mask cache (`mask.rs`, see [`crate::cache`]); [`oracle`] keeps the exact reference every
 //! fast path is checked against.
+//!
+//! # How a token is read
+//!
+//! A token can be read two ways (see [`crate::util::sentinel`]):
+//!
+//! * by its **text**: its bytes, for normal tokens whose bytes contain no `0xFF` (a byte no
+//!   UTF-8 text has; byte-level BPE has single-byte tokens for it, and they are never text);
+//! * by its **id**: its sentinel, for every token (normal or special), where the grammar names
+//!   it (`Token(...)`, `ExcludeToken(...)`, token triggers, special-token literals).
+//!
+//! [`GrammarMatcher::accept_token`] tries the id first, when an item of the current Earley set
+//! can read the sentinel lead byte, and the text otherwise or if the id is not accepted. The two
+//! readings lead to different parser states; the id wins because a grammar that names a token
+//! explicitly means that token. A token is allowed in a mask iff one of its readings is
+//! accepted, so masks and `accept_token` agree.
+//!
+//! # Stop tokens
+//!
+//! A stop token is never read as text. It is allowed iff the grammar can end now, or it can be
+//! read by id (a stop token that is a terminal of the grammar: gpt-oss's `<|call|>` after a tool
+//! call) and the grammar can end right after it. Accepting it ends the generation either way:
+//! read as a terminal when that reading ends the grammar (rollback undoes the reading too),
+//! else as a plain end of generation.
 
 mod mask;
 pub mod oracle;
 
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
+use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
+use crate::util::sentinel::{sentinel, SENTINEL_LEAD};
+
+/// Whether some item of the parser's current set can read a token by id.
+fn reads_token(parser: &Parser) -> bool {
+    let fsm = parser.fsm();
+    parser.current_items().iter().any(|it| fsm.reads_token(it.state))
+}
+
+/// Accepts stop token `id` if it is allowed (see the module docs); returns the bytes read (its
+/// sentinel, or nothing), or `None`, leaving the parser unchanged, when it is not allowed.
+fn accept_stop(parser: &mut Parser, vocab: &Vocabulary, id: u32) -> Option<u32> {
+    if vocab.is_token(id) && reads_token(parser) {
+        let s = sentinel(id);
+        let n = parser.advance_bytes(&s);
+        if n == s.len() && parser.is_accepting() {
+            return Some(n as u32);
+        }
+        parser.pop_bytes(n);
+    }
+    parser.is_accepting().then_some(0)
+}
+
+/// Whether stop token `id` is allowed now; the parser is unchanged.
+fn stop_allowed(parser: &mut Parser, vocab: &Vocabulary, id: u32) -> bool {
+    let read = accept_stop(parser, vocab, id);
+    parser.pop_bytes(read.unwrap_or(0) as usize);
+    read.is_some()
+}
 
 /// Per-matcher options. Setters take and return the config by value.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -71,8 +123,11 @@ pub enum MatcherError {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
+    /// A token read as these many bytes (its text or its sentinel).
     Bytes(u32),
-    Stop,
+    /// A stop token, which ended the generation after reading these many bytes (its sentinel,
+    /// when it was a terminal of the grammar, else 0).
+    Stop(u32),
 }
 
 /// Matches tokens against a compiled grammar and computes next-token masks.
@@ -157,15 +212,27 @@ impl GrammarMatcher {
             return Ok(false);
         }
         if self.stop_tokens.contains(&id) {
-            if self.parser.is_accepting() {
-                self.steps.push(Step::Stop);
-                self.terminated = true;
+            return Ok(match accept_stop(&mut self.parser, vocab, id) {
+                Some(read) => {
+                    self.steps.push(Step::Stop(read));
+                    self.terminated = true;
+                    true
+                }
+                None => false,
+            });
+        }
+        if vocab.is_token(id) && reads_token(&self.parser) {
+            let s = sentinel(id);
+            let n = self.parser.advance_bytes(&s);
+            if n == s.len() {
+                self.steps.push(Step::Bytes(n as u32));
+                self.after_accept();
                 return Ok(true);
             }
-            return Ok(false);
+            self.parser.pop_bytes(n);
         }
         let bytes = vocab.token_bytes(id);
-        if bytes.is_empty() || vocab.is_special(id) {
+        if bytes.is_empty() || vocab.is_special(id) || bytes.contains(&SENTINEL_LEAD) {
             return Ok(false);
         }
         let n = self.parser.advance_bytes(bytes);
@@ -179,10 +246,12 @@ impl GrammarMatcher {
     }
 
     /// Accepts a string as if it were one token (it counts as one step for
-    /// [`GrammarMatcher::rollback`]). All or nothing: on `false` the state is unchanged.
+    /// [`GrammarMatcher::rollback`]). All or nothing: on `false` the state is unchanged. The
+    /// string is text: it never matches a token named by id, and a byte `0xFF` (never part
+    /// of UTF-8 text) is rejected.
     pub fn accept_string(&mut self, s: impl AsRef<[u8]>) -> bool {
         let bytes = s.as_ref();
-        if self.terminated {
+        if self.terminated || bytes.contains(&SENTINEL_LEAD) {
             return false;
         }
         let n = self.parser.advance_bytes(bytes);
@@ -246,9 +315,10 @@ impl GrammarMatcher {
         } else {
             mask::fill_cached_mask(&mut self.parser, &self.grammar, &mut self.scratch, out);
         }
-        if self.parser.is_accepting() {
-            for &s in &self.stop_tokens {
-                if (s as usize) < vocab.vocab_size() {
+        for &s in &self.stop_tokens {
+            if (s as usize) < vocab.vocab_size() {
+                out[s as usize / 32] &= !(1 << (s % 32));
+                if stop_allowed(&mut self.parser, &vocab, s) {
                     out[s as usize / 32] |= 1 << (s % 32);
                 }
             }
@@ -262,7 +332,8 @@ impl GrammarMatcher {
         self.terminated
     }
 
-    /// Whether the input so far is a complete match, so a stop token would be accepted.
+    /// Whether the input so far is a complete match, so a stop token would be accepted (a
+    /// stop token that is also a terminal may be accepted in more places; the mask says).
     pub fn can_terminate(&self) -> bool {
         !self.terminated && self.parser.is_accepting()
     }
@@ -290,8 +361,7 @@ impl GrammarMatcher {
         }
         for _ in 0..n {
             match self.steps.pop().unwrap() {
-                Step::Stop => {}
-                Step::Bytes(k) => self.parser.pop_bytes(k as usize),
+                Step::Stop(k) | Step::Bytes(k) => self.parser.pop_bytes(k as usize),
             }
             self.terminated = false;
         }

@@ -8,11 +8,26 @@
 
 use crate::earley::Parser;
 use crate::tokenizer::{common_prefix_len, Vocabulary};
+use crate::util::sentinel::{sentinel, SENTINEL_LEAD};
 
-/// Sets the bit of every normal token whose bytes the parser accepts from its current state.
-/// Stop tokens and special tokens are left to the caller. The parser is restored on return.
+/// Sets the bit of every token that the parser accepts from its current state, by its text
+/// or by its id (its sentinel; see [`crate::matcher`]). Stop tokens are left to the caller.
+/// The parser is restored on return.
 pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32]) {
     walk_tokens(parser, vocab, vocab.sorted_token_ids().iter().copied(), out);
+    if parser.next_bytes()[3] >> 63 == 0 {
+        return;
+    }
+    for id in 0..vocab.vocab_size() as u32 {
+        if vocab.is_token(id) {
+            let s = sentinel(id);
+            let n = parser.advance_bytes(&s);
+            if n == s.len() {
+                out[id as usize / 32] |= 1 << (id % 32);
+            }
+            parser.pop_bytes(n);
+        }
+    }
 }
 
 /// Runs the tokens `ids` (in the vocabulary's byte order) through the parser, sharing common
@@ -44,7 +59,11 @@ pub(crate) fn walk_tokens(parser: &mut Parser, vocab: &Vocabulary, ids: impl Ite
             parser.pop_bytes(held - common);
             held = common;
         }
-        held += parser.advance_bytes(&bytes[held..]);
+        // Text never contains the sentinel lead byte: a token holding it is not text.
+        let text_len = bytes.iter().position(|&b| b == SENTINEL_LEAD).unwrap_or(bytes.len());
+        if held < text_len {
+            held += parser.advance_bytes(&bytes[held..text_len]);
+        }
         if held == bytes.len() {
             out[id as usize / 32] |= 1 << (id % 32);
         } else {

@@ -136,6 +136,8 @@ pub(crate) struct ByteTable {
     sorted_pos: Vec<u32>,
     /// The normal tokens as a bitmask in the engine layout.
     normal_mask: Vec<u32>,
+    /// Every token (normal or special, not padding) as a bitmask in the engine layout.
+    token_mask: Vec<u32>,
     max_token_len: usize,
 }
 
@@ -489,6 +491,20 @@ impl Vocabulary {
         &self.bytes.normal_mask
     }
 
+    /// Every token id that is a token (normal or special, not padding) as a bitmask over the
+    /// token table, in the engine layout; it may be shorter than a mask over
+    /// [`vocab_size`](Self::vocab_size).
+    #[inline]
+    pub fn token_mask(&self) -> &[u32] {
+        &self.bytes.token_mask
+    }
+
+    /// Whether `id` is a token (normal or special): below the table size and not padding.
+    #[inline]
+    pub fn is_token(&self, id: u32) -> bool {
+        self.bytes.token_mask.get(id as usize / 32).is_some_and(|w| w >> (id % 32) & 1 == 1)
+    }
+
     /// The length in bytes of the longest token.
     #[inline]
     pub fn max_token_len(&self) -> usize {
@@ -510,6 +526,7 @@ impl Vocabulary {
             + b.sorted_lcp.capacity() * 4
             + b.sorted_pos.capacity() * 4
             + b.normal_mask.capacity() * 4
+            + b.token_mask.capacity() * 4
             + self.stop_ids.len() * 4
     }
 
@@ -653,7 +670,11 @@ pub(crate) fn build_byte_table(
     for &id in &sorted_ids {
         normal_mask[id as usize / 32] |= 1 << (id % 32);
     }
-    Ok(ByteTable { kind, data, offsets, sorted_ids, sorted_lcp, sorted_pos, normal_mask, max_token_len })
+    let mut token_mask = normal_mask.clone();
+    for &id in &texts.special_ids {
+        token_mask[id as usize / 32] |= 1 << (id % 32);
+    }
+    Ok(ByteTable { kind, data, offsets, sorted_ids, sorted_lcp, sorted_pos, normal_mask, token_mask, max_token_len })
 }
 
 #[cfg(test)]

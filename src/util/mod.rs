@@ -6,11 +6,14 @@
 //!   stable 64-bit one (xxh3) for keys that must agree across processes and grammars.
 //! * [`utf8`] turns code-point ranges into UTF-8 byte-range sequences, which is how
 //!   character classes reach the byte-level automata.
+//! * [`sentinel`] gives every token id a byte string no text can produce, so grammar elements
+//!   that name a token by id (`Token(...)`) are byte-level too.
 
 pub mod bitset;
 pub mod byteset;
 pub mod hash;
 pub mod scc;
+pub mod sentinel;
 pub mod small_set;
 pub mod stats;
 pub mod utf8;

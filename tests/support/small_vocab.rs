@@ -27,3 +27,44 @@ pub fn small_vocab() -> Vocabulary {
         .build()
         .unwrap()
 }
+
+/// The ids of the special tokens of [`token_vocab`].
+pub const SPECIAL_A: u32 = 40;
+/// A second special token of [`token_vocab`].
+pub const SPECIAL_B: u32 = 41;
+/// The stop token of [`token_vocab`].
+pub const STOP: u32 = 42;
+/// A normal token whose bytes are the sentinel of id 1 (`0xFF 80 80 80 81`): never text.
+pub const FAKE_SENTINEL: u32 = 43;
+/// A normal single-byte token `0xFF` (byte-level BPE has one): never text.
+pub const BYTE_FF: u32 = 44;
+
+/// [`small_vocab`]'s 39 strings over {a, b, c} (ids 0..39), `<t>` (id 39), two special tokens
+/// `<|a|>` and `<|b|>`, a special stop token `</s>`, two normal tokens holding the byte `0xFF`,
+/// and three padding ids.
+pub fn token_vocab() -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    let letters = [b'a', b'b', b'c'];
+    for &x in &letters {
+        tokens.push(vec![x]);
+        for &y in &letters {
+            tokens.push(vec![x, y]);
+            for &z in &letters {
+                tokens.push(vec![x, y, z]);
+            }
+        }
+    }
+    tokens.push(b"<t>".to_vec());
+    assert_eq!(tokens.len(), SPECIAL_A as usize);
+    tokens.extend([b"<|a|>".to_vec(), b"<|b|>".to_vec(), b"</s>".to_vec()]);
+    tokens.extend([vec![0xFF, 0x80, 0x80, 0x80, 0x81], vec![0xFF]]);
+    VocabularyBuilder::new()
+        .tokens(tokens)
+        .special(SPECIAL_A)
+        .special(SPECIAL_B)
+        .special(STOP)
+        .stop_tokens([STOP])
+        .vocab_size(BYTE_FF as usize + 4)
+        .build()
+        .unwrap()
+}

@@ -12,19 +12,30 @@
 //! `true`/`false`, names, and parenthesized tuples of these (which may nest); a `key=value`
 //! argument is named. A trailing comma is allowed in argument lists and tuples.
 //!
-//! Supported: `Regex("pattern")` (an ECMA-262 pattern, full match; see
-//! [`crate::frontend::regex`]). Other XGrammar macros are a syntax error at the macro's name.
+//! Supported (XGrammar's syntax):
+//!
+//! * `Regex("pattern")`: an ECMA-262 pattern, full match (see [`crate::frontend::regex`]);
+//! * `Token(id, ...)`: one token whose id is listed; `ExcludeToken(id, ...)`: one token whose
+//!   id is not listed (ids below `2^24`; tokens are matched by id, not by text);
+//! * `TagDispatch(("trigger", rule), ..., stop_eos=true, stop_str=("...", ...),
+//!   loop_after_dispatch=true, excludes=("...", ...))`: see [`crate::grammar::TagDispatch`].
+//!   A trigger is a string or a token id; a body is a rule name or a string; `excludes` lists
+//!   strings or token ids. The named arguments are optional (defaults as shown, no stop strings,
+//!   no excludes);
+//! * `TokenTagDispatch((id, rule), ..., ...)`: the same with token triggers.
 
 use std::collections::HashSet;
 
 use super::lexer::{Token, TokenKind};
 use super::parser::{Parser, MAX_NESTING};
 use crate::frontend::{Span, SyntaxError};
-use crate::grammar::Expr;
+use crate::grammar::{Expr, TagDispatch, TokenSet, Trigger};
+
+/// The largest token id a macro accepts (ids are encoded in 24 bits; see `util::sentinel`).
+const MAX_TOKEN_ID: i64 = (1 << 24) - 1;
 
 /// A macro argument value.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // read by the macros to come; parsed today so the syntax is checked
 pub(super) enum MacroValue<'a> {
     /// A string literal (decoded UTF-8 bytes).
     Str(Vec<u8>, Span),
@@ -40,7 +51,6 @@ pub(super) enum MacroValue<'a> {
 
 /// The arguments of one call.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[allow(dead_code)] // read by the macros to come
 pub(super) struct MacroArgs<'a> {
     /// Positional arguments in order.
     pub(super) positional: Vec<MacroValue<'a>>,
@@ -75,6 +85,17 @@ impl<'a> Parser<'a> {
                 crate::frontend::regex::regex_to_expr(&pattern.0)
                     .map_err(|e| self.error(pattern.1, format!("in Regex pattern: {}", e.syntax())))
             }
+            "Token" | "ExcludeToken" => {
+                if !args.named.is_empty() {
+                    return Err(self.error(args.named[0].1, format!("`{name}` takes no named arguments")));
+                }
+                if args.positional.is_empty() {
+                    return Err(self.error(args.span, format!("`{name}` takes at least one token id: {name}(id, ...)")));
+                }
+                let ids = args.positional.iter().map(|v| self.token_id(v, name)).collect::<Result<Vec<_>, _>>()?;
+                Ok(Expr::Token(TokenSet::new(ids.into_iter().map(|i| (i, i)), name == "ExcludeToken")))
+            }
+            "TagDispatch" | "TokenTagDispatch" => self.tag_dispatch(name, args),
             name if XGRAMMAR_MACROS.contains(&name) => {
                 Err(self.error(name_span, format!("macro `{name}` is not supported yet")))
             }
@@ -83,6 +104,94 @@ impl<'a> Parser<'a> {
                 format!("unknown macro `{name}` (to use rule `{name}` before a group, put a space before `(`)"),
             )),
         }
+    }
+
+    /// A token id argument of macro `name`.
+    fn token_id(&self, v: &MacroValue<'_>, name: &str) -> Result<u32, SyntaxError> {
+        match v {
+            MacroValue::Int(i, _) if (0..=MAX_TOKEN_ID).contains(i) => Ok(*i as u32),
+            MacroValue::Int(i, span) => {
+                Err(self.error(*span, format!("token id {i} in `{name}` is out of range (0 to {MAX_TOKEN_ID})")))
+            }
+            other => Err(self.error(span_of(other), format!("`{name}` expects token ids (integers) here"))),
+        }
+    }
+
+    /// A trigger or exclude of macro `name`: a string, or a token id.
+    fn trigger(&self, v: &MacroValue<'_>, name: &str, what: &str) -> Result<Trigger, SyntaxError> {
+        match v {
+            MacroValue::Str(b, span) if b.is_empty() => Err(self.error(*span, format!("an empty {what} in `{name}`"))),
+            MacroValue::Str(b, _) => Ok(Trigger::Text(b.clone())),
+            MacroValue::Int(..) => Ok(Trigger::Token(self.token_id(v, name)?)),
+            other => Err(self.error(span_of(other), format!("a {what} of `{name}` is a string or a token id"))),
+        }
+    }
+
+    /// `TagDispatch((trigger, body), ..., key=value, ...)` and `TokenTagDispatch`.
+    fn tag_dispatch(&mut self, name: &str, args: MacroArgs<'a>) -> Result<Expr, SyntaxError> {
+        let mut tags = Vec::new();
+        for v in &args.positional {
+            let pair = match v {
+                MacroValue::Tuple(items, _) if items.len() == 2 => items,
+                other => {
+                    let example = if name == "TagDispatch" { "(\"trigger\", rule)" } else { "(token_id, rule)" };
+                    return Err(self.error(span_of(other), format!("a tag of `{name}` is a pair {example}")));
+                }
+            };
+            let trigger = self.trigger(&pair[0], name, "trigger")?;
+            if name == "TokenTagDispatch" && !matches!(trigger, Trigger::Token(_)) {
+                return Err(self.error(span_of(&pair[0]), "a trigger of `TokenTagDispatch` is a token id"));
+            }
+            let body = match &pair[1] {
+                MacroValue::Ident(rule, span) => self.reference(rule, *span)?,
+                MacroValue::Str(b, _) => Expr::literal(b),
+                other => {
+                    return Err(self.error(span_of(other), format!("the body of a tag of `{name}` is a rule name")))
+                }
+            };
+            tags.push((trigger, body));
+        }
+        let mut t = TagDispatch::new(tags);
+        for (key, key_span, value) in &args.named {
+            match (*key, value) {
+                ("stop_eos", MacroValue::Bool(b, _)) => t.stop_eos = *b,
+                ("loop_after_dispatch", MacroValue::Bool(b, _)) => t.loop_after_dispatch = *b,
+                ("stop_str", MacroValue::Tuple(items, _)) => {
+                    for item in items {
+                        match item {
+                            MacroValue::Str(b, span) if b.is_empty() => {
+                                return Err(self.error(*span, format!("an empty stop string in `{name}`")))
+                            }
+                            MacroValue::Str(b, _) => t.stop_strings.push(b.clone()),
+                            other => {
+                                return Err(self.error(span_of(other), format!("a stop string of `{name}` is a string")))
+                            }
+                        }
+                    }
+                }
+                ("excludes", MacroValue::Tuple(items, _)) => {
+                    for item in items {
+                        t.excludes.push(self.trigger(item, name, "exclude")?);
+                    }
+                }
+                ("stop_eos" | "loop_after_dispatch", other) => {
+                    return Err(self.error(span_of(other), format!("`{key}` of `{name}` is `true` or `false`")))
+                }
+                ("stop_str" | "excludes", other) => {
+                    return Err(self.error(span_of(other), format!("`{key}` of `{name}` is a tuple: {key}=(...)")))
+                }
+                _ => {
+                    return Err(self.error(
+                        *key_span,
+                        format!(
+                            "unknown argument `{key}` of `{name}` (expected stop_eos, stop_str, \
+                             loop_after_dispatch or excludes)"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(Expr::TagDispatch(Box::new(t)))
     }
 
     /// `( [arg ("," arg)* ","?] )` where `arg` is `value` or `name = value`.
@@ -179,5 +288,13 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(self.expected(&tok, "a string, integer, boolean, name or tuple as macro argument")),
         })
+    }
+}
+
+/// The source span of an argument value.
+fn span_of(v: &MacroValue<'_>) -> Span {
+    match v {
+        MacroValue::Str(_, s) | MacroValue::Int(_, s) | MacroValue::Bool(_, s) | MacroValue::Ident(_, s) => *s,
+        MacroValue::Tuple(_, s) => *s,
     }
 }

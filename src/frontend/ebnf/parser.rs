@@ -333,7 +333,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A reference to rule `name`, with a provisional id.
-    fn reference(&mut self, name: &'a str, span: Span) -> Result<Expr, SyntaxError> {
+    pub(super) fn reference(&mut self, name: &'a str, span: Span) -> Result<Expr, SyntaxError> {
         if let Some(&id) = self.symbol_ids.get(name) {
             return Ok(Expr::Rule(id));
         }

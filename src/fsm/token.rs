@@ -1,0 +1,105 @@
+//! Token-level elements in byte automata: [`Expr::Token`](crate::grammar::Expr::Token) lowers
+//! to the [sentinels](crate::util::sentinel) of its ids, and the frozen automaton records, per
+//! state that can read a sentinel, which ids it accepts.
+//!
+//! A negated set is the complement within all sentinel ids (`0..2^24`), not within a
+//! vocabulary: the automata do not know the vocabulary, and the matcher only ever feeds the
+//! sentinels of real tokens (normal or special, never padding ids), so both complements
+//! accept the same tokens.
+//!
+//! After the lead byte `0xFF`, a sentinel's four digit bytes can only be read by the
+//! sentinel automata (no text contains `0xFF`, so no text path shares these states), so the
+//! ids a state accepts are a property of its `0xFF` edge alone: [`token_sets`] computes them
+//! once per automaton, and the mask sets those bits without running the parser.
+
+use super::{Fsm, GrammarFsm, Label, StateId};
+use crate::grammar::TokenSet;
+use crate::util::sentinel::{complement, sentinel_sequences, MAX_SENTINEL_ID, SENTINEL_DIGITS, SENTINEL_LEAD};
+
+/// The id ranges `set` stands for, within `0..=MAX_SENTINEL_ID`.
+pub(crate) fn resolved_ids(set: &TokenSet) -> Vec<(u32, u32)> {
+    if set.is_negated() {
+        complement(set.ranges())
+    } else {
+        set.ranges().iter().filter(|r| r.0 <= MAX_SENTINEL_ID).map(|&(lo, hi)| (lo, hi.min(MAX_SENTINEL_ID))).collect()
+    }
+}
+
+/// Adds the sentinels of `set` to `nfa` from `from`; returns the state where they end.
+pub(super) fn lower_token_set(nfa: &mut Fsm, set: &TokenSet, from: u32) -> u32 {
+    let lead = nfa.add_state();
+    nfa.add_edge(from, Label::Bytes(SENTINEL_LEAD, SENTINEL_LEAD), lead);
+    let end = nfa.add_state();
+    for (lo, hi) in resolved_ids(set) {
+        for seq in sentinel_sequences(lo, hi) {
+            let mut cur = lead;
+            for (k, &(blo, bhi)) in seq.iter().enumerate() {
+                let next = if k + 1 == seq.len() { end } else { nfa.add_state() };
+                nfa.add_edge(cur, Label::Bytes(blo, bhi), next);
+                cur = next;
+            }
+        }
+    }
+    end
+}
+
+/// Whether state `s` of `fsm` can read the lead byte of a sentinel.
+#[inline]
+pub(crate) fn reads_sentinel(fsm: &GrammarFsm, s: StateId) -> bool {
+    fsm.byte_edges(s).last().is_some_and(|e| e.hi == SENTINEL_LEAD)
+}
+
+/// For every state that can read a sentinel, the ids it accepts (sorted, disjoint, merged
+/// ranges), sorted by state.
+pub(super) fn token_sets(fsm: &GrammarFsm) -> Vec<(StateId, Box<[(u32, u32)]>)> {
+    let mut out = Vec::new();
+    for s in 0..fsm.state_len() as StateId {
+        if !reads_sentinel(fsm, s) {
+            continue;
+        }
+        let mut ranges = Vec::new();
+        for e in fsm.byte_edges(s).iter().filter(|e| e.hi == SENTINEL_LEAD) {
+            ranges.extend(digit_ranges(fsm, e.target, SENTINEL_DIGITS));
+        }
+        out.push((s, merge(ranges).into_boxed_slice()));
+    }
+    out
+}
+
+/// The values of the `digits`-digit strings readable from `s`, as ranges.
+fn digit_ranges(fsm: &GrammarFsm, s: StateId, digits: usize) -> Vec<(u32, u32)> {
+    let unit = 1u32 << (6 * (digits - 1));
+    let mut out = Vec::new();
+    for e in fsm.byte_edges(s) {
+        let (lo, hi) = (e.lo.max(0x80), e.hi.min(0xBF));
+        if lo > hi {
+            continue;
+        }
+        let (dlo, dhi) = ((lo & 63) as u32, (hi & 63) as u32);
+        if digits == 1 {
+            out.push((dlo, dhi));
+            continue;
+        }
+        let sub = merge(digit_ranges(fsm, e.target, digits - 1));
+        if sub == [(0, unit - 1)] {
+            out.push((dlo * unit, (dhi + 1) * unit - 1));
+        } else {
+            for d in dlo..=dhi {
+                out.extend(sub.iter().map(|&(a, b)| (d * unit + a, d * unit + b)));
+            }
+        }
+    }
+    out
+}
+
+fn merge(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}

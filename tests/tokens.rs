@@ -1,0 +1,263 @@
+//! Token-level elements (`Token`, `ExcludeToken`, token triggers), stop tokens as terminals and
+//! `TagDispatch`: accept/reject of strings and token sequences, and masks equal to the oracle's
+//! (random dispatches with overlapping triggers, excludes and stop strings, tokens spanning a
+//! trigger boundary).
+
+use maskforge::{
+    CompiledGrammar, CompilerConfig, Expr, GrammarBuilder, GrammarCompiler, GrammarError, GrammarMatcher, TagDispatch,
+    TokenBitmask, Trigger, Vocabulary,
+};
+use proptest::prelude::*;
+
+use crate::support::small_vocab::{token_vocab, BYTE_FF, FAKE_SENTINEL, SPECIAL_A, SPECIAL_B, STOP};
+
+fn compile(ebnf: &str, vocab: &Vocabulary) -> CompiledGrammar {
+    GrammarCompiler::new(vocab.clone(), CompilerConfig::default()).compile_grammar(ebnf).unwrap()
+}
+
+/// The id of a string over {a, b, c} of length 1 to 3, or `<t>`, in [`token_vocab`].
+fn id(vocab: &Vocabulary, text: &str) -> u32 {
+    vocab.sorted_token_ids().iter().copied().find(|&i| vocab.token_bytes(i) == text.as_bytes()).unwrap()
+}
+
+/// The cached mask, asserted equal to the oracle's.
+fn checked_mask(m: &mut GrammarMatcher) -> Result<TokenBitmask, TestCaseError> {
+    let n = m.grammar().vocabulary().vocab_size();
+    let (mut cached, mut exact) = (TokenBitmask::new(n), TokenBitmask::new(n));
+    m.fill_next_token_bitmask(cached.as_words_mut());
+    m.fill_next_token_bitmask_exact(exact.as_words_mut()).unwrap();
+    prop_assert_eq!(&cached, &exact, "cached vs oracle after {} tokens", m.num_accepted_tokens());
+    // The mask is what accept_token does.
+    for t in 0..n as u32 {
+        let ok = m.accept_token(t);
+        prop_assert_eq!(ok, cached.get(t as usize), "token {} vs mask", t);
+        if ok {
+            m.rollback(1).unwrap();
+        }
+    }
+    Ok(cached)
+}
+
+fn allowed(m: &mut GrammarMatcher) -> Vec<u32> {
+    checked_mask(m).unwrap().allowed_ids().map(|i| i as u32).collect()
+}
+
+#[test]
+fn token_by_id_between_text() {
+    let v = token_vocab();
+    let g = compile(&format!("root ::= \"a\" Token({SPECIAL_A}, {SPECIAL_B}) \"b\""), &v);
+    let mut m = GrammarMatcher::new(&g);
+    assert_eq!(allowed(&mut m), vec![id(&v, "a")]);
+    assert!(m.accept_token(id(&v, "a")));
+    assert_eq!(allowed(&mut m), vec![SPECIAL_A, SPECIAL_B]);
+    assert!(m.accept_token(SPECIAL_B));
+    assert_eq!(allowed(&mut m), vec![id(&v, "b")]);
+    assert!(m.accept_token(id(&v, "b")));
+    assert_eq!(allowed(&mut m), vec![STOP]);
+    // A normal token can be named by id too; its text path also exists elsewhere.
+    let g = compile(&format!("root ::= Token({}) \"c\" | \"ab\" \"a\"", id(&v, "ab")), &v);
+    let mut m = GrammarMatcher::new(&g);
+    assert!(m.accept_token(id(&v, "ab")));
+    // The id reading wins when both readings are possible.
+    assert_eq!(allowed(&mut m), vec![id(&v, "c")]);
+}
+
+#[test]
+fn exclude_token_allows_every_other_token() {
+    let v = token_vocab();
+    let g = compile(&format!("root ::= ExcludeToken({SPECIAL_A}, {STOP})*"), &v);
+    let mut m = GrammarMatcher::new(&g);
+    let got = allowed(&mut m);
+    // Every real token except SPECIAL_A (STOP is allowed as the end of generation), no padding.
+    let want: Vec<u32> = (0..v.vocab_size() as u32).filter(|&t| v.is_token(t) && t != SPECIAL_A).collect();
+    assert_eq!(got, want);
+    assert!(m.accept_token(SPECIAL_B) && m.accept_token(FAKE_SENTINEL) && m.accept_token(BYTE_FF));
+    assert!(!m.accept_token(SPECIAL_A));
+    assert!(m.accept_token(STOP) && m.is_terminated());
+}
+
+#[test]
+fn bytes_ff_are_never_text() {
+    let v = token_vocab();
+    // FAKE_SENTINEL's bytes spell the sentinel of token 1: it must not pass for token 1.
+    let g = compile("root ::= Token(1) | [a-c]*", &v);
+    let mut m = GrammarMatcher::new(&g);
+    let got = allowed(&mut m);
+    assert!(got.contains(&1) && !got.contains(&FAKE_SENTINEL) && !got.contains(&BYTE_FF));
+    assert!(!m.accept_token(FAKE_SENTINEL) && !m.accept_string([0xFF, 0x80, 0x80, 0x80, 0x81]));
+    // A literal byte 0xFF is rejected when building the automata.
+    let mut b = GrammarBuilder::new();
+    b.add_rule("root", Expr::Bytes(vec![b'a', 0xFF])).unwrap();
+    let err = GrammarCompiler::new(v, CompilerConfig::default()).compile(b.build("root").unwrap()).unwrap_err();
+    assert!(err.to_string().contains("0xFF"), "{err}");
+}
+
+#[test]
+fn stop_token_as_terminal_ends_generation_and_rolls_back() {
+    let v = token_vocab();
+    let g = compile(&format!("root ::= \"a\" (Token({STOP}) | \"b\" Token({STOP}) \"c\")"), &v);
+    let mut m = GrammarMatcher::new(&g);
+    assert!(m.accept_token(id(&v, "a")));
+    // The root cannot end after "a", but STOP read as a terminal ends it.
+    assert!(!m.can_terminate());
+    assert!(allowed(&mut m).contains(&STOP));
+    assert!(m.accept_token(STOP) && m.is_terminated());
+    assert!(m.is_completed());
+    m.rollback(1).unwrap();
+    assert!(!m.is_terminated() && !m.is_completed());
+    // After "ab", STOP is a terminal but "c" must follow: not allowed.
+    assert!(m.accept_token(id(&v, "b")));
+    assert!(!allowed(&mut m).contains(&STOP) && !m.accept_token(STOP));
+    assert!(m.accept_token(STOP) == false && m.accept_token(id(&v, "c")) == false);
+}
+
+#[test]
+fn stop_token_when_root_can_end_without_it() {
+    let v = token_vocab();
+    // After "a" the root can end (plain stop), and STOP is also a terminal that does not end it.
+    let g = compile(&format!("root ::= \"a\" (Token({STOP}) \"b\")?"), &v);
+    let mut m = GrammarMatcher::new(&g);
+    assert!(m.accept_token(id(&v, "a")));
+    assert!(allowed(&mut m).contains(&STOP));
+    assert!(m.accept_token(STOP) && m.is_terminated());
+    m.rollback(1).unwrap();
+    assert_eq!(allowed(&mut m), vec![STOP]);
+}
+
+#[test]
+fn tag_dispatch_strings() {
+    let v = token_vocab();
+    let g = compile(
+        "root ::= TagDispatch((\"tag1\", rule1), (\"tag2\", rule2))\nrule1 ::= \"abcd\"\nrule2 ::= \"efg\"",
+        &v,
+    );
+    let accepts = |s: &str| {
+        let mut m = GrammarMatcher::new(&g);
+        m.accept_string(s) && m.can_terminate()
+    };
+    assert!(accepts("tag1abcd") && accepts("tag1abcdtag2efg") && accepts("tag1abcdqqqqtag2efg") && accepts(""));
+    assert!(accepts("free text é ok"));
+    assert!(!accepts("tag1abc") && !accepts("tag1abce") && !accepts("ttag1abd"));
+    // A partial trigger may be pending at the end.
+    assert!(accepts("xx tag"));
+    // Excludes, stop strings, no loop.
+    let g = compile(
+        "root ::= TagDispatch((\"<a>\", a), stop_eos=false, stop_str=(\"END\",), loop_after_dispatch=false, \
+         excludes=(\"!!\",)) \"z\"\na ::= \"1\"",
+        &v,
+    );
+    let accepts = |s: &str| {
+        let mut m = GrammarMatcher::new(&g);
+        m.accept_string(s) && m.can_terminate()
+    };
+    assert!(accepts("hello ENDz") && accepts("hi!<a>1z") && accepts("ENDz"));
+    assert!(!accepts("hi!!ENDz") && !accepts("hello z") && !accepts("<a>1<a>1z") && !accepts("<a>1ENDz"));
+}
+
+#[test]
+fn tag_dispatch_errors() {
+    let v = token_vocab();
+    let c = GrammarCompiler::new(v, CompilerConfig::default());
+    let err = c.compile_grammar("root ::= TagDispatch((\"\", a))\na ::= \"x\"").unwrap_err().to_string();
+    assert!(err.contains("1:23") && err.contains("empty trigger"), "{err}");
+    let err = c.compile_grammar("root ::= TagDispatch((\"a\", a), colour=true)\na ::= \"x\"").unwrap_err().to_string();
+    assert!(err.contains("unknown argument `colour`"), "{err}");
+    let err = c.compile_grammar("root ::= TagDispatch(\"a\")").unwrap_err().to_string();
+    assert!(err.contains("is a pair"), "{err}");
+    let err = c.compile_grammar("root ::= Token(16777216)").unwrap_err().to_string();
+    assert!(err.contains("out of range"), "{err}");
+    let err = c.compile_grammar("root ::= TokenTagDispatch((\"a\", a))\na ::= \"x\"").unwrap_err().to_string();
+    assert!(err.contains("is a token id"), "{err}");
+    let mut t = TagDispatch::new([(Trigger::Text(vec![]), Expr::literal("x"))]);
+    t.stop_eos = true;
+    let mut b = GrammarBuilder::new();
+    b.add_rule("root", Expr::TagDispatch(Box::new(t))).unwrap();
+    let err = c.compile(b.build("root").unwrap()).unwrap_err();
+    assert!(matches!(err, maskforge::Error::Grammar(GrammarError::InvalidTagDispatch { .. })), "{err:?}");
+}
+
+#[test]
+fn token_triggers() {
+    let v = token_vocab();
+    let g = compile(
+        &format!("root ::= TokenTagDispatch(({SPECIAL_A}, a), ({SPECIAL_B}, b))\na ::= \"a\"\nb ::= \"bb\""),
+        &v,
+    );
+    let mut m = GrammarMatcher::new(&g);
+    let got = allowed(&mut m);
+    assert!(got.contains(&SPECIAL_A) && got.contains(&SPECIAL_B) && got.contains(&STOP) && got.contains(&0));
+    assert!(m.accept_token(id(&v, "cc")) && m.accept_token(SPECIAL_B));
+    // The body "bb", then free text again: "bba" is "bb" and the free text "a".
+    let want: Vec<u32> = ["b", "bb", "bba", "bbb", "bbc"].iter().map(|t| id(&v, t)).collect();
+    assert_eq!(allowed(&mut m), want);
+    assert!(m.accept_token(id(&v, "bb")) && m.accept_token(SPECIAL_A) && m.accept_token(id(&v, "a")));
+    assert!(m.accept_token(STOP));
+}
+
+/// A random dispatch over {a, b, c}: up to 3 text triggers, an optional token trigger, excludes
+/// and stop strings of 1 to 3 letters, and its flags, followed by `"c"` or not.
+fn dispatch() -> impl Strategy<Value = String> {
+    let word = || "[abc]{1,3}";
+    (
+        prop::collection::vec(word(), 1..4),
+        any::<bool>(),
+        prop::collection::vec(word(), 0..2),
+        prop::collection::vec(word(), 0..2),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_filter_map("the dispatch can end", |(triggers, token, excludes, stops, eos, looped, tail)| {
+            if !eos && stops.is_empty() && looped {
+                return None;
+            }
+            let mut tags: Vec<String> =
+                triggers.iter().enumerate().map(|(i, t)| format!("(\"{t}\", b{})", i % 2)).collect();
+            if token {
+                tags.push(format!("({SPECIAL_A}, b1)"));
+            }
+            let q = |v: &[String]| v.iter().map(|s| format!("\"{s}\", ")).collect::<String>();
+            Some(format!(
+                "root ::= TagDispatch({}, stop_eos={eos}, stop_str=({}), loop_after_dispatch={looped}, \
+                 excludes=({})){}\nb0 ::= \"ab\" | \"c\"\nb1 ::= \"b\"+ Token({SPECIAL_B})",
+                tags.join(", "),
+                q(&stops),
+                q(&excludes),
+                if tail { " \"c\"" } else { "" },
+            ))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Random walks through random dispatches: at every step the cached mask equals the
+    /// oracle's and accept_token agrees with it.
+    #[test]
+    fn dispatch_masks_equal_the_oracle(
+        ebnf in dispatch(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..10),
+    ) {
+        let v = token_vocab();
+        let g = compile(&ebnf, &v);
+        let mut m = GrammarMatcher::new(&g);
+        for pick in &picks {
+            let mask = checked_mask(&mut m)?;
+            let ids: Vec<usize> = mask.allowed_ids().collect();
+            if ids.is_empty() || m.is_terminated() {
+                break;
+            }
+            prop_assert!(m.accept_token(ids[pick.index(ids.len())] as u32));
+        }
+        checked_mask(&mut m)?;
+    }
+
+    /// The printer's output parses back to an equal grammar.
+    #[test]
+    fn dispatch_prints_and_parses_back(ebnf in dispatch()) {
+        let g = maskforge::parse_ebnf(&ebnf, "root").unwrap();
+        let again = maskforge::parse_ebnf(&g.to_string(), "root").unwrap();
+        prop_assert_eq!(g.to_string(), again.to_string());
+        prop_assert_eq!(g, again);
+    }
+}
