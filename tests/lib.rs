@@ -15,6 +15,7 @@ mod layering;
 mod maskbench_ratchet;
 mod matcher;
 mod properties;
+mod protocols;
 mod schema_properties;
 mod tokenizer;
 mod tokens;

@@ -30,6 +30,7 @@ pub const PROTOCOL_FILES: &[(&str, &str)] = &[
     ("harmony", include_str!("../../../protocols/harmony.json")),
     ("llama", include_str!("../../../protocols/llama.json")),
     ("llama_function_tag", include_str!("../../../protocols/llama_function_tag.json")),
+    ("llama4_pythonic", include_str!("../../../protocols/llama4_pythonic.json")),
     ("qwen", include_str!("../../../protocols/qwen.json")),
     ("qwen_coder", include_str!("../../../protocols/qwen_coder.json")),
     ("deepseek_r1", include_str!("../../../protocols/deepseek_r1.json")),

@@ -53,7 +53,10 @@ fn template_error(at: &str, msg: String) -> ProtocolError {
 pub(super) fn expand(v: &Value, cx: &Context<'_>, tool: Option<&Tool>, at: &str) -> Result<Vec<Value>, ProtocolError> {
     match v {
         Value::Object(o) if o.contains_key("$if") => {
-            let cond = o.get("$if").and_then(Value::as_str).ok_or_else(|| template_error(at, "`$if` needs a string".into()))?;
+            let cond = o
+                .get("$if")
+                .and_then(Value::as_str)
+                .ok_or_else(|| template_error(at, "`$if` needs a string".into()))?;
             for k in o.keys() {
                 if !matches!(k.as_str(), "$if" | "then" | "else") {
                     return Err(template_error(at, format!("unexpected key `{k}` next to `$if`")));

@@ -60,9 +60,13 @@ fn tool_choice_none_forbids_the_trigger() {
 fn bad_requests_get_typed_errors() {
     let o = ProtocolOptions::default();
     let e = protocol_structural_tag("nope", &tools(), &ToolChoice::Auto, &o).unwrap_err();
-    assert!(matches!(e.kind(), ProtocolErrorKind::UnknownProtocol { known, .. } if known.contains("harmony") && known.contains("kimi")));
+    assert!(
+        matches!(e.kind(), ProtocolErrorKind::UnknownProtocol { known, .. } if known.contains("harmony") && known.contains("kimi"))
+    );
     let e = protocol_structural_tag("qwen", &tools(), &ToolChoice::Function("get_stock".into()), &o).unwrap_err();
-    assert!(matches!(e.kind(), ProtocolErrorKind::UnknownTool { name, offered } if name == "get_stock" && offered.contains("get_weather")));
+    assert!(
+        matches!(e.kind(), ProtocolErrorKind::UnknownTool { name, offered } if name == "get_stock" && offered.contains("get_weather"))
+    );
     let e = protocol_structural_tag("qwen", &[], &ToolChoice::Required, &o).unwrap_err();
     assert_eq!(e.kind(), &ProtocolErrorKind::NoTools);
     let mut twice = tools();
@@ -75,7 +79,8 @@ fn bad_requests_get_typed_errors() {
     let not_fn = json!({"type": "retrieval"});
     let e = protocol_structural_tag("qwen", &[not_fn], &ToolChoice::Auto, &o).unwrap_err();
     assert!(e.to_string().contains("/tools/0/type"), "{e}");
-    assert!(ToolChoice::from_json(&json!({"type": "allowed_tools", "allowed_tools": {"mode": "maybe", "tools": []}})).is_err());
+    assert!(ToolChoice::from_json(&json!({"type": "allowed_tools", "allowed_tools": {"mode": "maybe", "tools": []}}))
+        .is_err());
     assert!(ToolChoice::from_json(&json!(3)).is_err());
 }
 

@@ -57,7 +57,10 @@ impl Tool {
             Some(p @ (Value::Object(_) | Value::Bool(_))) => p.clone(),
             Some(_) => return Err(bad("/function/parameters", "must be a JSON Schema object".into())),
         };
-        for (key, ok) in [("description", f.get("description").is_none_or(Value::is_string)), ("strict", f.get("strict").is_none_or(|s| s.is_boolean() || s.is_null()))] {
+        for (key, ok) in [
+            ("description", f.get("description").is_none_or(Value::is_string)),
+            ("strict", f.get("strict").is_none_or(|s| s.is_boolean() || s.is_null())),
+        ] {
             if !ok {
                 return Err(bad(&format!("/function/{key}"), "has the wrong type".into()));
             }
@@ -126,7 +129,10 @@ impl ToolChoice {
                         Some("required") => true,
                         Some(m) => return Err(bad(format!("/allowed_tools/mode: `{m}` is not auto or required"))),
                     };
-                    let tools = a.get("tools").and_then(Value::as_array).ok_or_else(|| bad("/allowed_tools/tools must be an array".into()))?;
+                    let tools = a
+                        .get("tools")
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| bad("/allowed_tools/tools must be an array".into()))?;
                     let names = tools
                         .iter()
                         .enumerate()

@@ -30,6 +30,8 @@ pub enum SchemaStyle {
     GlmXml,
     /// `<cofl:tool_param name=KEY>VALUE</cofl:tool_param>` (Cohere).
     CohereXml,
+    /// `key=value, ...` Python keyword arguments (maskforge extension, Llama 4 pythonic).
+    PythonKwargs,
 }
 
 /// A delimiter of a `tag`: a string or one token.
@@ -68,17 +70,43 @@ pub struct Node {
 #[allow(missing_docs)] // the fields are XGrammar's, documented in the module docs
 pub enum Format {
     ConstString(String),
-    JsonSchema { schema: Value, style: SchemaStyle, any_order: bool, max_whitespace_cnt: Option<u32> },
+    JsonSchema {
+        schema: Value,
+        style: SchemaStyle,
+        any_order: bool,
+        max_whitespace_cnt: Option<u32>,
+    },
     Grammar(String),
     Regex(String),
-    AnyText { excludes: Vec<String> },
+    AnyText {
+        excludes: Vec<String>,
+    },
     Sequence(Vec<Node>),
     Or(Vec<Node>),
-    Repeat { content: Box<Node>, min: u32, max: Option<u32> },
+    Repeat {
+        content: Box<Node>,
+        min: u32,
+        max: Option<u32>,
+    },
     Tag(Tag),
-    TriggeredTags { triggers: Vec<String>, tags: Vec<Tag>, excludes: Vec<String>, at_least_one: bool, stop_after_first: bool },
-    TagsWithSeparator { tags: Vec<Tag>, separator: String, at_least_one: bool, stop_after_first: bool },
-    Dispatch { rules: Vec<(String, Node)>, looped: bool, excludes: Vec<String> },
+    TriggeredTags {
+        triggers: Vec<String>,
+        tags: Vec<Tag>,
+        excludes: Vec<String>,
+        at_least_one: bool,
+        stop_after_first: bool,
+    },
+    TagsWithSeparator {
+        tags: Vec<Tag>,
+        separator: String,
+        at_least_one: bool,
+        stop_after_first: bool,
+    },
+    Dispatch {
+        rules: Vec<(String, Node)>,
+        looped: bool,
+        excludes: Vec<String>,
+    },
     Token(TokenRef),
     ExcludeToken(Vec<TokenRef>),
     AnyTokens(Vec<TokenRef>),
@@ -89,7 +117,11 @@ pub enum Format {
         at_least_one: bool,
         stop_after_first: bool,
     },
-    TokenDispatch { rules: Vec<(TokenRef, Node)>, looped: bool, exclude_tokens: Vec<TokenRef> },
+    TokenDispatch {
+        rules: Vec<(TokenRef, Node)>,
+        looped: bool,
+        exclude_tokens: Vec<TokenRef>,
+    },
 }
 
 /// Every format type with its fields (besides `type`); the first is the type name.
@@ -183,10 +215,11 @@ pub fn parse_format(v: &Value, pointer: &str, depth: usize) -> Result<Node, Erro
                 Some("deepseek_xml") => SchemaStyle::DeepseekXml,
                 Some("glm_xml") => SchemaStyle::GlmXml,
                 Some("cohere_xml") => SchemaStyle::CohereXml,
+                Some("python_kwargs") => SchemaStyle::PythonKwargs,
                 Some(s) => {
                     return Err(Error::invalid(
                         &o.at("style"),
-                        format!("unknown style `{s}`; expected json, qwen_xml, minimax_xml, deepseek_xml, glm_xml or cohere_xml"),
+                        format!("unknown style `{s}`; expected json, qwen_xml, minimax_xml, deepseek_xml, glm_xml, cohere_xml or python_kwargs"),
                     ))
                 }
             };
@@ -302,7 +335,9 @@ fn delimiter(v: &Value, pointer: &str, depth: usize) -> Result<Delimiter, Error>
             Format::Token(t) => Ok(Delimiter::Token(t)),
             _ => Err(Error::invalid(pointer, "a tag delimiter must be a string or a `token` format")),
         },
-        other => Err(Error::invalid(pointer, format!("expected a string or a `token` format, found {}", kind_of(other)))),
+        other => {
+            Err(Error::invalid(pointer, format!("expected a string or a `token` format, found {}", kind_of(other))))
+        }
     }
 }
 
@@ -314,7 +349,10 @@ fn token_ref(v: &Value, pointer: &str) -> Result<TokenRef, Error> {
             .and_then(|n| u32::try_from(n).ok())
             .map(TokenRef::Id)
             .ok_or_else(|| Error::invalid(pointer, format!("a token id must be a non-negative integer, found {n}"))),
-        other => Err(Error::invalid(pointer, format!("a token must be an id or a non-empty string, found {}", kind_of(other)))),
+        other => Err(Error::invalid(
+            pointer,
+            format!("a token must be an id or a non-empty string, found {}", kind_of(other)),
+        )),
     }
 }
 

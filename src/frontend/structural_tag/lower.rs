@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::error::{StructuralTagError as Error, StructuralTagErrorKind as Kind};
 use super::format::{Delimiter, Format, Node, SchemaStyle, Tag, TokenRef};
-use super::{xml_style, TokenLookup};
+use super::{python_style, xml_style, TokenLookup};
 use crate::frontend::ebnf::parse_ebnf;
 use crate::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions, JsonSchemaReport, PropertyOrder};
 use crate::frontend::regex::regex_to_expr;
@@ -54,13 +54,16 @@ impl<'a> Lowerer<'a> {
                     };
                     self.json_schema(schema, &options, &join(p, "json_schema"))?
                 }
+                SchemaStyle::PythonKwargs => python_style::lower(self, schema, p)?,
                 _ => xml_style::lower(self, schema, *style, *any_order, p)?,
             },
             Format::Grammar(text) => {
                 let g = parse_ebnf(text, "root").map_err(|e| Error::new(&join(p, "grammar"), Kind::Ebnf(e)))?;
                 Expr::Rule(self.b.import(&g, "grammar").map_err(|e| grammar_error(p, e))?)
             }
-            Format::Regex(pattern) => regex_to_expr(pattern).map_err(|e| Error::new(&join(p, "pattern"), Kind::Regex(e)))?,
+            Format::Regex(pattern) => {
+                regex_to_expr(pattern).map_err(|e| Error::new(&join(p, "pattern"), Kind::Regex(e)))?
+            }
             Format::AnyText { excludes } => {
                 let mut all: Vec<Vec<u8>> = excludes.iter().map(|s| s.as_bytes().to_vec()).collect();
                 all.extend(ends.text.iter().cloned());
@@ -85,14 +88,20 @@ impl<'a> Lowerer<'a> {
                 for (i, tag) in tags.iter().enumerate() {
                     let tp = join(&join(p, "tags"), &i.to_string());
                     let Delimiter::Text(begin) = &tag.begin else {
-                        return Err(Error::invalid(&join(&tp, "begin"), "tags of `triggered_tags` need a string `begin`"));
+                        return Err(Error::invalid(
+                            &join(&tp, "begin"),
+                            "tags of `triggered_tags` need a string `begin`",
+                        ));
                     };
                     // The longest trigger that starts the tag's begin owns the tag.
                     let owner = (0..triggers.len())
                         .filter(|&t| begin.starts_with(&triggers[t]))
                         .max_by_key(|&t| triggers[t].len())
                         .ok_or_else(|| {
-                            Error::invalid(&join(&tp, "begin"), format!("`{begin}` starts with none of the triggers {triggers:?}"))
+                            Error::invalid(
+                                &join(&tp, "begin"),
+                                format!("`{begin}` starts with none of the triggers {triggers:?}"),
+                            )
                         })?;
                     let rest = self.tag_rest(tag)?;
                     full.push(seq(vec![Expr::literal(begin), rest.clone()]));
@@ -124,7 +133,8 @@ impl<'a> Lowerer<'a> {
             Format::Dispatch { rules, looped, excludes } => {
                 let mut tagged = Vec::with_capacity(rules.len());
                 for (pattern, body) in rules {
-                    tagged.push((Trigger::Text(pattern.as_bytes().to_vec()), vec![self.lower(body, &Ends::default())?]));
+                    tagged
+                        .push((Trigger::Text(pattern.as_bytes().to_vec()), vec![self.lower(body, &Ends::default())?]));
                 }
                 self.dispatch(tagged, text_excludes(excludes, ends), *looped, p)?
             }
@@ -138,11 +148,17 @@ impl<'a> Lowerer<'a> {
                 for (i, tag) in tags.iter().enumerate() {
                     let tp = join(&join(p, "tags"), &i.to_string());
                     let Delimiter::Token(begin) = &tag.begin else {
-                        return Err(Error::invalid(&join(&tp, "begin"), "tags of `token_triggered_tags` need a `token` begin"));
+                        return Err(Error::invalid(
+                            &join(&tp, "begin"),
+                            "tags of `token_triggered_tags` need a `token` begin",
+                        ));
                     };
                     let id = self.token(begin, &join(&tp, "begin"))?;
                     let owner = ids.iter().position(|&t| t == id).ok_or_else(|| {
-                        Error::invalid(&join(&tp, "begin"), format!("the begin token {id} is not one of the trigger tokens"))
+                        Error::invalid(
+                            &join(&tp, "begin"),
+                            format!("the begin token {id} is not one of the trigger tokens"),
+                        )
                     })?;
                     let rest = self.tag_rest(tag)?;
                     full.push(seq(vec![Expr::Token(TokenSet::of([id])), rest.clone()]));
@@ -176,7 +192,11 @@ impl<'a> Lowerer<'a> {
         let mut ends = Ends::default();
         let mut end_alts = Vec::with_capacity(tag.end.len());
         for (i, d) in tag.end.iter().enumerate() {
-            let at = if tag.end.len() == 1 { join(&tag.pointer, "end") } else { join(&join(&tag.pointer, "end"), &i.to_string()) };
+            let at = if tag.end.len() == 1 {
+                join(&tag.pointer, "end")
+            } else {
+                join(&join(&tag.pointer, "end"), &i.to_string())
+            };
             let e = self.delimiter(d, &at)?;
             match (d, &e) {
                 (Delimiter::Text(s), _) if !s.is_empty() => ends.text.push(s.as_bytes().to_vec()),
@@ -262,9 +282,13 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A JSON Schema lowered by the JSON Schema front-end and imported as a rule.
-    pub(super) fn json_schema(&mut self, schema: &Value, options: &JsonSchemaOptions, pointer: &str) -> Result<Expr, Error> {
-        let (g, report) = json_schema_to_grammar(schema, options)
-            .map_err(|e| Error::new(pointer, Kind::Schema(e)))?;
+    pub(super) fn json_schema(
+        &mut self,
+        schema: &Value,
+        options: &JsonSchemaOptions,
+        pointer: &str,
+    ) -> Result<Expr, Error> {
+        let (g, report) = json_schema_to_grammar(schema, options).map_err(|e| Error::new(pointer, Kind::Schema(e)))?;
         for r in report.relaxations {
             if !self.report.relaxations.contains(&r) {
                 self.report.relaxations.push(r);
@@ -280,7 +304,10 @@ impl<'a> Lowerer<'a> {
                 if (*id as usize) < n {
                     Ok(*id)
                 } else {
-                    Err(Error::new(pointer, Kind::UnknownToken(format!("token id {id} is out of range (vocabulary size {n})"))))
+                    Err(Error::new(
+                        pointer,
+                        Kind::UnknownToken(format!("token id {id} is out of range (vocabulary size {n})")),
+                    ))
                 }
             }
             TokenRef::Text(s) => self.tokens.token_id(s).ok_or_else(|| {

@@ -14,7 +14,8 @@
 //! errors, so typos do not silently change the language), `lower.rs` builds the grammar
 //! (free text and triggers become [`crate::grammar::TagDispatch`] rules, embedded JSON Schemas,
 //! EBNF and regexes come from their own front-ends), `xml_style.rs` writes object schemas as
-//! XML-like parameters. `error.rs` holds [`StructuralTagError`], which carries the JSON
+//! XML-like parameters, `python_style.rs` as Python keyword arguments (a maskforge
+//! extension: `"style": "python_kwargs"`, for Llama 4's pythonic calls). `error.rs` holds [`StructuralTagError`], which carries the JSON
 //! pointer of the offending part (`/format/elements/1/end`).
 //!
 //! # Semantics worth knowing
@@ -39,6 +40,7 @@
 mod error;
 mod format;
 mod lower;
+mod python_style;
 mod xml_style;
 
 use serde_json::Value;

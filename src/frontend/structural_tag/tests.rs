@@ -71,13 +71,16 @@ fn composition() {
 
 #[test]
 fn tag_end_is_excluded_from_unlimited_content() {
-    let g = ebnf(json!({"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": ["</think>", "</t>"]}));
+    let g =
+        ebnf(json!({"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": ["</think>", "</t>"]}));
     assert_eq!(
         g,
         "root ::= \"<think>\" dispatch (\"</think>\" | \"</t>\")\ndispatch ::= TagDispatch(stop_eos=true, stop_str=(), loop_after_dispatch=true, excludes=(\"</t>\", \"</think>\"))\n"
     );
     // Only the last element of a sequence is followed by the end.
-    let g = ebnf(json!({"type": "tag", "begin": "<", "content": {"type": "sequence", "elements": [{"type": "any_text"}, s("|"), {"type": "any_text"}]}, "end": ">"}));
+    let g = ebnf(
+        json!({"type": "tag", "begin": "<", "content": {"type": "sequence", "elements": [{"type": "any_text"}, s("|"), {"type": "any_text"}]}, "end": ">"}),
+    );
     assert!(g.contains("excludes=())") && g.contains("excludes=(\">\")"), "{g}");
     // A tag nested in a tag sees only its own end.
     let inner = json!({"type": "tag", "begin": "(", "content": {"type": "any_text"}, "end": ")"});
@@ -92,7 +95,9 @@ fn triggered_tags_flags() {
         {"type": "tag", "begin": "<f=b>", "content": s("2"), "end": "</f>"}
     ]);
     let tt = |alo: bool, saf: bool| {
-        ebnf(json!({"type": "triggered_tags", "triggers": ["<f="], "tags": tags, "excludes": ["<x>"], "at_least_one": alo, "stop_after_first": saf}))
+        ebnf(
+            json!({"type": "triggered_tags", "triggers": ["<f="], "tags": tags, "excludes": ["<x>"], "at_least_one": alo, "stop_after_first": saf}),
+        )
     };
     assert_eq!(
         tt(false, false),
@@ -100,9 +105,15 @@ fn triggered_tags_flags() {
     );
     assert!(tt(false, true).contains("loop_after_dispatch=false"));
     assert_eq!(tt(true, true), "root ::= \"<f=a>1</f>\" | \"<f=b>2</f>\"\n");
-    assert!(tt(true, false).starts_with("root ::= (\"<f=a>1</f>\" | \"<f=b>2</f>\") dispatch\n"), "{}", tt(true, false));
+    assert!(
+        tt(true, false).starts_with("root ::= (\"<f=a>1</f>\" | \"<f=b>2</f>\") dispatch\n"),
+        "{}",
+        tt(true, false)
+    );
     // Inside a tag, the free text also stops at the tag's end.
-    let g = ebnf(json!({"type": "tag", "begin": "<r>", "content": {"type": "triggered_tags", "triggers": ["<f="], "tags": tags}, "end": "</r>"}));
+    let g = ebnf(
+        json!({"type": "tag", "begin": "<r>", "content": {"type": "triggered_tags", "triggers": ["<f="], "tags": tags}, "end": "</r>"}),
+    );
     assert!(g.contains("excludes=(\"</r>\")"), "{g}");
     // A trigger without tags is a forbidden string.
     let g = ebnf(json!({"type": "triggered_tags", "triggers": ["<f=", "<g="], "tags": tags}));
@@ -113,7 +124,9 @@ fn triggered_tags_flags() {
 fn tags_with_separator_flags() {
     let tags = json!([{"type": "tag", "begin": "<", "content": s("x"), "end": ">"}]);
     let tws = |alo: bool, saf: bool| {
-        ebnf(json!({"type": "tags_with_separator", "tags": tags, "separator": ",", "at_least_one": alo, "stop_after_first": saf}))
+        ebnf(
+            json!({"type": "tags_with_separator", "tags": tags, "separator": ",", "at_least_one": alo, "stop_after_first": saf}),
+        )
     };
     assert_eq!(tws(false, false), "root ::= (tags (\",\" tags)*)?\ntags ::= \"<x>\"\n");
     assert_eq!(tws(true, false), "root ::= tags (\",\" tags)*\ntags ::= \"<x>\"\n");
@@ -124,14 +137,18 @@ fn tags_with_separator_flags() {
 
 #[test]
 fn dispatch_and_token_formats() {
-    let g = ebnf(json!({"type": "dispatch", "rules": [["<a>", s("1")], ["<b>", s("2")]], "loop": false, "excludes": ["</end>"]}));
+    let g = ebnf(
+        json!({"type": "dispatch", "rules": [["<a>", s("1")], ["<b>", s("2")]], "loop": false, "excludes": ["</end>"]}),
+    );
     assert!(g.contains("TagDispatch((\"<a>\", tag_body), (\"<b>\", tag_body_1), stop_eos=true, stop_str=(), loop_after_dispatch=false, excludes=(\"</end>\"))"), "{g}");
     assert_eq!(ebnf(json!({"type": "token", "token": "<a>"})), "root ::= Token(5)\n");
     assert_eq!(ebnf(json!({"type": "token", "token": 9})), "root ::= Token(9)\n");
     assert_eq!(ebnf(json!({"type": "exclude_token", "exclude_tokens": ["<eos>", 2]})), "root ::= ExcludeToken(2, 7)\n");
     assert_eq!(ebnf(json!({"type": "any_tokens", "exclude_tokens": ["<eos>"]})), "root ::= ExcludeToken(7)*\n");
     // A token end is excluded from token-level content.
-    let g = ebnf(json!({"type": "tag", "begin": {"type": "token", "token": "<a>"}, "content": {"type": "any_tokens"}, "end": {"type": "token", "token": "<b>"}}));
+    let g = ebnf(
+        json!({"type": "tag", "begin": {"type": "token", "token": "<a>"}, "content": {"type": "any_tokens"}, "end": {"type": "token", "token": "<b>"}}),
+    );
     assert_eq!(g, "root ::= Token(5) ExcludeToken(6)* Token(6)\n");
     let g = ebnf(json!({"type": "token_triggered_tags", "trigger_tokens": ["<a>"], "exclude_tokens": [7],
         "tags": [{"type": "tag", "begin": {"type": "token", "token": "<a>"}, "content": s("x"), "end": {"type": "token", "token": "<b>"}}]}));
@@ -149,9 +166,15 @@ fn xml_styles() {
     assert!(qwen.starts_with("root ::= [\\t-\\n\\r ]* \"<parameter=city>\" dispatch \"</parameter>\" ([\\t-\\n\\r ]* \"<parameter=days>\" schema_root_0 \"</parameter>\")? ([\\t-\\n\\r ]* \"<parameter=unit>\" [\\t-\\n\\r ]* (\"c\" | \"f\") [\\t-\\n\\r ]* \"</parameter>\")? [\\t-\\n\\r ]*\n"), "{qwen}");
     assert!(qwen.contains("excludes=(\"</parameter>\")"), "{qwen}");
     let glm = ebnf(json!({"type": "json_schema", "json_schema": schema, "style": "glm_xml"}));
-    assert!(glm.contains("\"<arg_key>city</arg_key>\" [\\t-\\n\\r ]* \"<arg_value>\" dispatch \"</arg_value>\""), "{glm}");
+    assert!(
+        glm.contains("\"<arg_key>city</arg_key>\" [\\t-\\n\\r ]* \"<arg_value>\" dispatch \"</arg_value>\""),
+        "{glm}"
+    );
     let ds = ebnf(json!({"type": "json_schema", "json_schema": schema, "style": "deepseek_xml"}));
-    assert!(ds.contains("string=\\\"true\\\">\" dispatch") && ds.contains("name=\\\"days\\\" string=\\\"false\\\">"), "{ds}");
+    assert!(
+        ds.contains("string=\\\"true\\\">\" dispatch") && ds.contains("name=\\\"days\\\" string=\\\"false\\\">"),
+        "{ds}"
+    );
     let mm = ebnf(json!({"type": "json_schema", "json_schema": schema, "style": "minimax_xml"}));
     assert!(mm.contains("<parameter name=\\\"city\\\">"), "{mm}");
     let co = ebnf(json!({"type": "json_schema", "json_schema": schema, "style": "cohere_xml"}));
@@ -160,7 +183,8 @@ fn xml_styles() {
     assert!(any.contains(")+ [\\t-\\n\\r ]*"), "{any}");
     let e = err(json!({"type": "json_schema", "json_schema": {"type": "array"}, "style": "qwen_xml"}));
     assert_eq!(e.pointer(), "/format/json_schema/type");
-    let e = err(json!({"type": "json_schema", "json_schema": {"type": "object", "required": ["x"]}, "style": "glm_xml"}));
+    let e =
+        err(json!({"type": "json_schema", "json_schema": {"type": "object", "required": ["x"]}, "style": "glm_xml"}));
     assert_eq!(e.pointer(), "/format/json_schema/required");
 }
 
@@ -182,26 +206,98 @@ fn malformed_inputs_name_the_offending_part() {
         (json!({"type": "structural_tag", "format": s("a"), "extra": 1}), "/extra", "unknown field"),
         (json!({"type": "structural_tag", "format": {"type": "seq"}}), "/format/type", "const_string"),
         (json!({"type": "structural_tag", "format": {"type": "const_string"}}), "/format", "missing field `value`"),
-        (json!({"type": "structural_tag", "format": {"type": "const_string", "value": 3}}), "/format/value", "expected a string"),
-        (json!({"type": "structural_tag", "format": {"type": "const_string", "value": "a", "valu": "b"}}), "/format/valu", "value"),
-        (json!({"type": "structural_tag", "format": {"type": "or", "elements": []}}), "/format/elements", "at least one"),
-        (json!({"type": "structural_tag", "format": {"type": "repeat", "min": 3, "max": 2, "content": s("a")}}), "/format/max", "below"),
-        (json!({"type": "structural_tag", "format": {"type": "repeat", "min": -2, "max": 2, "content": s("a")}}), "/format/min", "non-negative"),
-        (json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [s("a"), {"type": "regex", "pattern": "(a"}]}}), "/format/elements/1/pattern", "regex"),
-        (json!({"type": "structural_tag", "format": {"type": "grammar", "grammar": "root ::= x"}}), "/format/grammar", "EBNF"),
-        (json!({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": {"type": "nope"}}}), "/format/json_schema", "JSON Schema"),
-        (json!({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": {}, "style": "xml"}}), "/format/style", "qwen_xml"),
-        (json!({"type": "structural_tag", "format": {"type": "tag", "begin": 1, "content": s("a"), "end": "b"}}), "/format/begin", "string"),
-        (json!({"type": "structural_tag", "format": {"type": "tag", "begin": "a", "content": s("a"), "end": ["b", 2]}}), "/format/end/1", "string"),
-        (json!({"type": "structural_tag", "format": {"type": "tag", "begin": "a", "content": s("a"), "end": []}}), "/format/end", "at least one"),
-        (json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f"], "tags": [{"type": "tag", "begin": "<g>", "content": s("a"), "end": "b"}]}}), "/format/tags/0/begin", "none of the triggers"),
-        (json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": [""], "tags": []}}), "/format/triggers/0", "empty"),
-        (json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<"], "tags": [s("x")]}}), "/format/tags/0", "`tag`"),
-        (json!({"type": "structural_tag", "format": {"type": "dispatch", "rules": [["a"]]}}), "/format/rules/0", "pair"),
+        (
+            json!({"type": "structural_tag", "format": {"type": "const_string", "value": 3}}),
+            "/format/value",
+            "expected a string",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "const_string", "value": "a", "valu": "b"}}),
+            "/format/valu",
+            "value",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "or", "elements": []}}),
+            "/format/elements",
+            "at least one",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "repeat", "min": 3, "max": 2, "content": s("a")}}),
+            "/format/max",
+            "below",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "repeat", "min": -2, "max": 2, "content": s("a")}}),
+            "/format/min",
+            "non-negative",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [s("a"), {"type": "regex", "pattern": "(a"}]}}),
+            "/format/elements/1/pattern",
+            "regex",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "grammar", "grammar": "root ::= x"}}),
+            "/format/grammar",
+            "EBNF",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": {"type": "nope"}}}),
+            "/format/json_schema",
+            "JSON Schema",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": {}, "style": "xml"}}),
+            "/format/style",
+            "qwen_xml",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "tag", "begin": 1, "content": s("a"), "end": "b"}}),
+            "/format/begin",
+            "string",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "tag", "begin": "a", "content": s("a"), "end": ["b", 2]}}),
+            "/format/end/1",
+            "string",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "tag", "begin": "a", "content": s("a"), "end": []}}),
+            "/format/end",
+            "at least one",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f"], "tags": [{"type": "tag", "begin": "<g>", "content": s("a"), "end": "b"}]}}),
+            "/format/tags/0/begin",
+            "none of the triggers",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": [""], "tags": []}}),
+            "/format/triggers/0",
+            "empty",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<"], "tags": [s("x")]}}),
+            "/format/tags/0",
+            "`tag`",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "dispatch", "rules": [["a"]]}}),
+            "/format/rules/0",
+            "pair",
+        ),
         (json!({"type": "structural_tag", "format": {"type": "token", "token": "<zz>"}}), "/format", "not a token"),
         (json!({"type": "structural_tag", "format": {"type": "token", "token": 10}}), "/format", "out of range"),
-        (json!({"type": "structural_tag", "format": {"type": "exclude_token", "exclude_tokens": [true]}}), "/format/exclude_tokens/0", "token"),
-        (json!({"type": "structural_tag", "format": {"type": "token_triggered_tags", "trigger_tokens": ["<a>"], "tags": [{"type": "tag", "begin": "<a>", "content": s("x"), "end": "y"}]}}), "/format/tags/0/begin", "`token` begin"),
+        (
+            json!({"type": "structural_tag", "format": {"type": "exclude_token", "exclude_tokens": [true]}}),
+            "/format/exclude_tokens/0",
+            "token",
+        ),
+        (
+            json!({"type": "structural_tag", "format": {"type": "token_triggered_tags", "trigger_tokens": ["<a>"], "tags": [{"type": "tag", "begin": "<a>", "content": s("x"), "end": "y"}]}}),
+            "/format/tags/0/begin",
+            "`token` begin",
+        ),
     ];
     for (doc, pointer, needle) in cases {
         let e = structural_tag_to_grammar(&doc, &Toks).unwrap_err();

@@ -45,7 +45,7 @@ fn pair_delimiters(style: SchemaStyle, key: &str, is_string: bool) -> (Expr, &'s
             "</arg_value>",
         ),
         SchemaStyle::CohereXml => (Expr::literal(format!("<cofl:tool_param name={key}>")), "</cofl:tool_param>"),
-        SchemaStyle::Json => unreachable!("JSON is not an XML style"),
+        SchemaStyle::Json | SchemaStyle::PythonKwargs => unreachable!("not an XML style"),
     }
 }
 
