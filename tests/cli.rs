@@ -70,7 +70,8 @@ fn structural_tag_and_protocol_sources() {
     let p = path.to_string_lossy();
     assert_eq!(maskforge(&["check", "--structural-tag", &p, "--text", "n=42"]).0, 0);
     assert_eq!(maskforge(&["check", "--structural-tag", &p, "--text", "n=x"]).0, 1);
-    std::fs::write(&path, r#"{"type": "structural_tag", "format": {"type": "tag", "begin": "a", "end": "b"}}"#).unwrap();
+    std::fs::write(&path, r#"{"type": "structural_tag", "format": {"type": "tag", "begin": "a", "end": "b"}}"#)
+        .unwrap();
     let (code, _, err) = maskforge(&["check", "--structural-tag", &p, "--text", "a"]);
     assert_eq!(code, 2);
     assert!(err.contains("/format: missing field `content`"), "{err}");

@@ -17,5 +17,6 @@ mod matcher;
 mod properties;
 mod protocols;
 mod schema_properties;
+mod structural_tag;
 mod tokenizer;
 mod tokens;
