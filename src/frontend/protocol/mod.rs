@@ -21,6 +21,8 @@
 mod template;
 mod tools;
 
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 pub use tools::{Tool, ToolChoice, ToolKind};
@@ -146,11 +148,14 @@ impl Protocol {
     /// # Errors
     /// [`ProtocolErrorKind::UnknownProtocol`], listing the known names.
     pub fn by_name(name: &str) -> Result<Protocol, ProtocolError> {
-        for (stem, text) in PROTOCOL_FILES {
-            let p = Protocol::parse(stem, text)?;
-            if p.name == name || p.aliases.iter().any(|a| a == name) {
-                return Ok(p);
-            }
+        // The embedded files are parsed once per process.
+        static REGISTRY: OnceLock<Result<Vec<Protocol>, ProtocolError>> = OnceLock::new();
+        let all = REGISTRY
+            .get_or_init(|| PROTOCOL_FILES.iter().map(|(stem, text)| Protocol::parse(stem, text)).collect())
+            .as_ref()
+            .map_err(Clone::clone)?;
+        if let Some(p) = all.iter().find(|p| p.name == name || p.aliases.iter().any(|a| a == name)) {
+            return Ok(p.clone());
         }
         let known = PROTOCOL_FILES.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(", ");
         Err(ProtocolError::new(ProtocolErrorKind::UnknownProtocol { name: name.to_string(), known }))
