@@ -16,7 +16,7 @@ use super::{python_style, xml_style, TokenLookup};
 use crate::frontend::ebnf::parse_ebnf;
 use crate::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions, JsonSchemaReport, PropertyOrder};
 use crate::frontend::regex::regex_to_expr;
-use crate::grammar::{Expr, GrammarBuilder, TagDispatch, TokenSet, Trigger};
+use crate::grammar::{Expr, GrammarBuilder, RuleId, TagDispatch, TokenSet, Trigger};
 use crate::util::hash::FastMap;
 
 /// What the nearest enclosing `tag` ends with.
@@ -34,11 +34,20 @@ pub(super) struct Lowerer<'a> {
     pub(super) report: JsonSchemaReport,
     /// Free-text rules by their excludes, so every `</parameter>` value shares one rule.
     free_text: FastMap<Vec<Vec<u8>>, Expr>,
+    /// Imported grammars so far: each gets its own name prefix, so that fresh names never
+    /// collide (probing `schema_root_1`, `_2`, ... would be quadratic in the tool count).
+    imports: usize,
 }
 
 impl<'a> Lowerer<'a> {
     pub(super) fn new(tokens: &'a dyn TokenLookup) -> Self {
-        Lowerer { b: GrammarBuilder::new(), tokens, report: JsonSchemaReport::default(), free_text: FastMap::default() }
+        Lowerer {
+            b: GrammarBuilder::new(),
+            tokens,
+            report: JsonSchemaReport::default(),
+            free_text: FastMap::default(),
+            imports: 0,
+        }
     }
 
     pub(super) fn lower(&mut self, node: &Node, ends: &Ends) -> Result<Expr, Error> {
@@ -59,7 +68,7 @@ impl<'a> Lowerer<'a> {
             },
             Format::Grammar(text) => {
                 let g = parse_ebnf(text, "root").map_err(|e| Error::new(&join(p, "grammar"), Kind::Ebnf(e)))?;
-                Expr::Rule(self.b.import(&g, "grammar").map_err(|e| grammar_error(p, e))?)
+                Expr::Rule(self.import(&g, "grammar", p)?)
             }
             Format::Regex(pattern) => {
                 regex_to_expr(pattern).map_err(|e| Error::new(&join(p, "pattern"), Kind::Regex(e)))?
@@ -294,7 +303,14 @@ impl<'a> Lowerer<'a> {
                 self.report.relaxations.push(r);
             }
         }
-        Ok(Expr::Rule(self.b.import(&g, "schema").map_err(|e| grammar_error(pointer, e))?))
+        Ok(Expr::Rule(self.import(&g, "schema", pointer)?))
+    }
+
+    /// Copies `g` in under the prefix `{kind}{n}` (`{kind}` for the first import).
+    fn import(&mut self, g: &crate::grammar::Grammar, kind: &str, pointer: &str) -> Result<RuleId, Error> {
+        let prefix = if self.imports == 0 { kind.to_string() } else { format!("{kind}{}", self.imports) };
+        self.imports += 1;
+        self.b.import(g, &prefix).map_err(|e| grammar_error(pointer, e))
     }
 
     fn token(&self, t: &TokenRef, pointer: &str) -> Result<u32, Error> {
