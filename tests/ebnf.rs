@@ -5,7 +5,7 @@
 //! * `parse_ebnf` never panics, whatever the input, and whatever it accepts prints back to
 //!   text that parses to the same grammar.
 
-use maskforge::{parse_ebnf, CharClass, Expr, GrammarBuilder};
+use maskforge::{parse_ebnf, CharClass, Expr, GrammarBuilder, TagDispatch, TokenSet, Trigger};
 use proptest::prelude::*;
 
 /// Characters that stress the printer's escaping and the lexer's literal syntax.
@@ -69,6 +69,36 @@ fn class() -> impl Strategy<Value = Expr> {
         .prop_map(|(ranges, negated)| Expr::Class(CharClass::new(ranges, negated)))
 }
 
+/// `Token(...)` or `ExcludeToken(...)` over a few small ids (adjacent ids merge into ranges).
+fn token_set() -> impl Strategy<Value = Expr> {
+    (prop::collection::vec(0u32..300, 1..4), any::<bool>())
+        .prop_map(|(ids, negated)| Expr::Token(TokenSet::new(ids.into_iter().map(|i| (i, i)), negated)))
+}
+
+/// A `TagDispatch` with text and token triggers, rule or literal bodies, stop strings, excludes.
+fn tag_dispatch(rules: usize) -> impl Strategy<Value = Expr> {
+    let text =
+        || prop::collection::vec(any_char(), 1..4).prop_map(|cs| cs.into_iter().collect::<String>().into_bytes());
+    let trigger = move || prop_oneof![3 => text().prop_map(Trigger::Text), 1 => (0u32..300).prop_map(Trigger::Token)];
+    let body =
+        prop_oneof![(0..rules).prop_map(|i| Expr::Rule(maskforge::RuleId::new(i))), text().prop_map(Expr::Bytes),];
+    (
+        prop::collection::vec((trigger(), body), 0..3),
+        prop::collection::vec(trigger(), 0..2),
+        prop::collection::vec(text(), 0..2),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(tags, excludes, stops, stop_eos, looped)| {
+            let mut t = TagDispatch::new(tags);
+            t.excludes = excludes;
+            t.stop_strings = stops;
+            t.stop_eos = stop_eos;
+            t.loop_after_dispatch = looped;
+            Expr::TagDispatch(Box::new(t))
+        })
+}
+
 /// Random expressions over rules `0..rules`.
 fn expr(rules: usize) -> impl Strategy<Value = Expr> {
     let leaf = prop_oneof![
@@ -76,6 +106,8 @@ fn expr(rules: usize) -> impl Strategy<Value = Expr> {
         2 => class(),
         2 => (0..rules).prop_map(|i| Expr::Rule(maskforge::RuleId::new(i))),
         1 => Just(Expr::Empty),
+        1 => token_set(),
+        1 => tag_dispatch(rules),
     ];
     leaf.prop_recursive(5, 48, 5, |inner| {
         let bound = prop_oneof![4 => 0u32..4, 1 => Just(u32::MAX - 1), 1 => 0u32..1000];

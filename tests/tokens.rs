@@ -108,7 +108,7 @@ fn stop_token_as_terminal_ends_generation_and_rolls_back() {
     // After "ab", STOP is a terminal but "c" must follow: not allowed.
     assert!(m.accept_token(id(&v, "b")));
     assert!(!allowed(&mut m).contains(&STOP) && !m.accept_token(STOP));
-    assert!(m.accept_token(STOP) == false && m.accept_token(id(&v, "c")) == false);
+    assert!(!m.accept_token(id(&v, "c")));
 }
 
 #[test]
@@ -260,4 +260,163 @@ proptest! {
         prop_assert_eq!(g.to_string(), again.to_string());
         prop_assert_eq!(g, again);
     }
+}
+
+mod real_tokenizers {
+    use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, MatcherConfig, TokenBitmask};
+
+    use crate::support::fixtures::{encode, vocab};
+
+    const CHANNEL: u32 = 200_005;
+    const START: u32 = 200_006;
+    const END: u32 = 200_007;
+    const MESSAGE: u32 = 200_008;
+    const CONSTRAIN: u32 = 200_003;
+    const RETURN: u32 = 200_002;
+    const CALL: u32 = 200_012;
+
+    const HARMONY: &str = r#"root ::= analysis? call
+analysis ::= "<|channel|>analysis<|message|>" [^<]* "<|end|><|start|>assistant"
+call ::= "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" args "<|call|>"
+args ::= "{\"city\":\"" [A-Za-z ]+ "\"}"
+"#;
+
+    fn matcher(ebnf: &str, allow_text: bool) -> GrammarMatcher {
+        let config = CompilerConfig::default().allow_special_token_text(allow_text);
+        let g = GrammarCompiler::new(vocab("gptoss").clone(), config).compile_grammar(ebnf).unwrap();
+        GrammarMatcher::with_config(&g, MatcherConfig::default().stop_tokens([RETURN, CALL]))
+    }
+
+    fn assert_oracle(m: &mut GrammarMatcher) -> TokenBitmask {
+        let n = m.grammar().vocabulary().vocab_size();
+        let (mut cached, mut exact) = (TokenBitmask::new(n), TokenBitmask::new(n));
+        m.fill_next_token_bitmask(cached.as_words_mut());
+        m.fill_next_token_bitmask_exact(exact.as_words_mut()).unwrap();
+        assert_eq!(cached, exact, "after {} tokens", m.num_accepted_tokens());
+        cached
+    }
+
+    /// The Harmony tokens of a reasoning message and a tool call.
+    fn harmony_tokens() -> Vec<u32> {
+        let mut ids = vec![CHANNEL];
+        ids.extend(encode("gptoss", "analysis"));
+        ids.push(MESSAGE);
+        ids.extend(encode("gptoss", "Need weather for Paris."));
+        ids.extend([END, START]);
+        ids.extend(encode("gptoss", "assistant"));
+        ids.push(CHANNEL);
+        ids.extend(encode("gptoss", "commentary to=functions.get_weather "));
+        ids.push(CONSTRAIN);
+        ids.extend(encode("gptoss", "json"));
+        ids.push(MESSAGE);
+        ids.extend(encode("gptoss", "{\"city\":\"Paris\"}"));
+        ids
+    }
+
+    #[test]
+    fn harmony_special_tokens_are_matched_by_id_and_call_ends_generation() {
+        let mut m = matcher(HARMONY, false);
+        let mask = assert_oracle(&mut m);
+        assert_eq!(mask.allowed_ids().collect::<Vec<_>>(), vec![CHANNEL as usize]);
+        let ids = harmony_tokens();
+        for (k, &t) in ids.iter().enumerate() {
+            if k % 5 == 0 {
+                let mask = assert_oracle(&mut m);
+                assert!(mask.get(t as usize), "token {k} ({t}) not in the mask");
+            }
+            assert!(m.accept_token(t), "token {k} ({t}) rejected");
+        }
+        // `<|call|>` is a stop token and the grammar's last terminal: allowed, and it ends the
+        // generation although the root could not end before it.
+        assert!(!m.can_terminate());
+        let mask = assert_oracle(&mut m);
+        assert_eq!(mask.allowed_ids().collect::<Vec<_>>(), vec![CALL as usize]);
+        assert!(!m.accept_token(RETURN));
+        assert!(m.accept_token(CALL) && m.is_terminated());
+        m.rollback(1).unwrap();
+        assert!(!m.is_terminated() && !m.can_terminate());
+        assert!(m.accept_token(CALL) && m.is_terminated());
+    }
+
+    #[test]
+    fn special_token_text_spelled_by_ordinary_tokens_needs_the_option() {
+        let spelled = encode("gptoss", "<|channel|>");
+        assert!(spelled.len() > 1 && !spelled.contains(&CHANNEL));
+        let grammar = "root ::= \"<|channel|>final\"";
+        for allow in [false, true] {
+            let mut m = matcher(grammar, allow);
+            let mask = assert_oracle(&mut m);
+            assert!(mask.get(CHANNEL as usize));
+            assert_eq!(mask.get(spelled[0] as usize), allow);
+            let ok = spelled.iter().all(|&t| m.accept_token(t));
+            assert_eq!(ok, allow);
+        }
+    }
+
+    #[test]
+    fn dispatch_on_a_special_token_trigger_and_stop_string() {
+        // Free text until `<|end|>`; `<|channel|>` dispatches to a channel name.
+        let ebnf = r#"root ::= TagDispatch(("<|channel|>", chan), stop_eos=false, stop_str=("<|end|>",))
+chan ::= ("analysis" | "final") "<|message|>""#;
+        let mut m = matcher(ebnf, false);
+        assert_oracle(&mut m);
+        for t in encode("gptoss", "Some free text ") {
+            assert!(m.accept_token(t));
+        }
+        assert!(!m.can_terminate());
+        assert!(m.accept_token(CHANNEL));
+        let mask = assert_oracle(&mut m);
+        assert!(!mask.get(END as usize) && !mask.get(CHANNEL as usize));
+        for t in encode("gptoss", "final") {
+            assert!(m.accept_token(t));
+        }
+        assert!(m.accept_token(MESSAGE));
+        for t in encode("gptoss", "done.") {
+            assert!(m.accept_token(t));
+        }
+        let mask = assert_oracle(&mut m);
+        assert!(mask.get(END as usize) && !mask.get(MESSAGE as usize));
+        assert!(m.accept_token(END) && m.can_terminate());
+        assert_eq!(assert_oracle(&mut m).allowed_ids().collect::<Vec<_>>(), vec![RETURN as usize, CALL as usize]);
+    }
+
+    #[test]
+    fn mixed_special_and_text_trigger_is_an_error() {
+        let c = GrammarCompiler::new(vocab("gptoss").clone(), CompilerConfig::default());
+        let err = c.compile_grammar("root ::= TagDispatch((\"<|channel|>commentary\", a))\na ::= \"x\"").unwrap_err();
+        assert!(err.to_string().contains("mixes a special token"), "{err}");
+    }
+}
+
+/// A dispatch with 50 long triggers on Llama 3: the free-text fast path of the cache (entries
+/// from the automaton, most tokens never walked) equals the oracle along an output with free
+/// text, two calls and tokens spanning the trigger boundaries.
+#[test]
+fn llama3_dispatch_with_50_triggers_equals_the_oracle() {
+    use crate::support::fixtures::{encode, vocab};
+    let names: Vec<String> = (0..50).map(|i| format!("get_weather_forecast_{i:02}")).collect();
+    let mut ebnf = String::from("root ::= TagDispatch(");
+    for (i, n) in names.iter().enumerate() {
+        ebnf += &format!("(\"<function={n}>\", args{}), ", i % 2);
+    }
+    ebnf += "excludes=(\"<|\",))\nargs0 ::= \"{\\\"city\\\": \\\"\" [A-Za-z ]+ \"\\\"}</function>\"\nargs1 ::= \"{}</function>\"\n";
+    let v = vocab("llama3");
+    let g = GrammarCompiler::new(v.clone(), CompilerConfig::default()).compile_grammar(&ebnf).unwrap();
+    let output = format!(
+        "Let me check. <function={}>{{\"city\": \"Paris\"}}</function> then <function={}>{{}}</function> ok<function",
+        names[10], names[33]
+    );
+    let mut m = GrammarMatcher::new(&g);
+    let n = v.vocab_size();
+    for (k, t) in encode("llama3", &output).into_iter().enumerate() {
+        let (mut cached, mut exact) = (TokenBitmask::new(n), TokenBitmask::new(n));
+        m.fill_next_token_bitmask(cached.as_words_mut());
+        m.fill_next_token_bitmask_exact(exact.as_words_mut()).unwrap();
+        assert_eq!(cached, exact, "step {k}");
+        assert!(cached.get(t as usize), "step {k}: token {t} not allowed");
+        assert!(m.accept_token(t));
+    }
+    assert!(m.can_terminate());
+    // The exclude: free text may not contain "<|".
+    assert!(!m.accept_string("<|"));
 }

@@ -147,7 +147,68 @@ fn walk(
     Walk { accepted, uncertain }
 }
 
-fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>, uncertain: &[u32]) -> AdaptiveTokenMask {
+/// Classifies the tokens at the sorted positions `positions` (ascending) with an isolated
+/// parser, sharing prefixes between consecutive ones: the walk of [`walk`] over a subset.
+pub(super) fn walk_positions(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    follow: &ByteSet,
+    vocab: &Vocabulary,
+    state: StateId,
+    positions: &[u32],
+) -> (Vec<u32>, Vec<u32>) {
+    let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
+    let base = parser.byte_len();
+    let ids = vocab.sorted_token_ids();
+    let (mut accepted, mut uncertain) = (Vec::new(), Vec::new());
+    let mut prev: &[u8] = &[];
+    let mut held = 0usize;
+    let mut exits: Vec<u32> = vec![0];
+    // A prefix length of `prev` whose next byte fails, and the verdict of every token sharing it.
+    let mut failed: Option<(usize, Class)> = None;
+    for &pos in positions {
+        let id = ids[pos as usize];
+        let bytes = vocab.token_bytes(id);
+        let lcp = crate::tokenizer::common_prefix_len(prev, bytes);
+        if let Some((f, class)) = failed {
+            if lcp > f {
+                if class == Class::Uncertain {
+                    uncertain.push(pos);
+                }
+                continue;
+            }
+            failed = None;
+        }
+        let common = lcp.min(held);
+        if held > common {
+            parser.pop_bytes(held - common);
+            held = common;
+            exits.truncate(held + 1);
+        }
+        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && parser.advance_byte(bytes[held]) {
+            held += 1;
+            let exit = parser.is_accepting_at(base + held) as u32;
+            exits.push(exits[held - 1] + exit);
+        }
+        prev = bytes;
+        if held == bytes.len() {
+            accepted.push(id);
+            continue;
+        }
+        let class = if exits[held] > 0 && (1..=held).any(|j| exits[j] > exits[j - 1] && follow.contains(bytes[j])) {
+            Class::Uncertain
+        } else {
+            Class::Rejected
+        };
+        if class == Class::Uncertain {
+            uncertain.push(pos);
+        }
+        failed = Some((held, class));
+    }
+    (accepted, uncertain)
+}
+
+pub(super) fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>, uncertain: &[u32]) -> AdaptiveTokenMask {
     let bitset_words = mask_words(vocab.vocab_size());
     let ids = vocab.sorted_token_ids();
     let rejected_len = ids.len() - accepted.len() - uncertain.len();

@@ -33,6 +33,7 @@
 //! ([`MaskCacheMode`] selects ahead-of-time building instead).
 
 mod build;
+mod dispatch;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -108,6 +109,9 @@ pub struct MaskCache {
     follow: Vec<ByteSet>,
     /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
     contexts: Vec<Box<[StateId]>>,
+    /// Per `TagDispatch` rule, the tokens its start state reads as free text (see
+    /// `dispatch.rs`), computed on first use.
+    free_text: crate::util::hash::FastMap<u32, OnceLock<dispatch::FreeTextBase>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -120,6 +124,7 @@ impl MaskCache {
             entries: (0..2 * fsm.state_len()).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
+            free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
@@ -143,7 +148,15 @@ impl MaskCache {
         let context = if below_min { &[][..] } else { full };
         self.entries[2 * state as usize + below_min as usize].get_or_init(|| {
             let outer = context.last().map_or(fsm.rule_of(state), |&q| fsm.rule_of(q));
-            let e = build_entry(fsm, context, &self.follow[outer as usize], vocab, state);
+            let follow = &self.follow[outer as usize];
+            let e = match self.free_text.get(&fsm.rule_of(state)) {
+                Some(base) if fsm.is_free_text(state) => {
+                    let start = fsm.rules()[fsm.rule_of(state) as usize].start;
+                    let base = base.get_or_init(|| dispatch::FreeTextBase::new(fsm, vocab, start));
+                    dispatch::free_text_entry(fsm, context, follow, vocab, state, base)
+                }
+                _ => build_entry(fsm, context, follow, vocab, state),
+            };
             self.built.fetch_add(1, Ordering::Relaxed);
             self.bytes.fetch_add(e.memory_usage(), Ordering::Relaxed);
             self.uncertain.fetch_add(e.uncertain.len(), Ordering::Relaxed);

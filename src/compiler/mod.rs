@@ -4,9 +4,24 @@
 //! The compiler is the builder of the "config, builder, immutable product, mutable state"
 //! pattern: [`CompilerConfig`] → [`GrammarCompiler`] → [`CompiledGrammar`] →
 //! [`crate::GrammarMatcher`]. It never depends on the matcher.
+//!
+//! # Special-token policy
+//!
+//! Grammars are compiled for one vocabulary, so this is where text meets special tokens:
+//!
+//! * grammar text equal to a special token's text (gpt-oss's `"<|channel|>"`) is matched by
+//!   that special token, as one token; ordinary tokens spelling it byte by byte are accepted
+//!   only with [`CompilerConfig::allow_special_token_text`] (default: not). `TagDispatch`
+//!   triggers and stop strings equal to a special token's text become token triggers and stop
+//!   tokens; patterns mixing one with other text are an error;
+//! * a **stop token** the grammar can read as a terminal (gpt-oss's `<|call|>` after a tool
+//!   call) is accepted as that terminal, and ends the generation when the grammar can end right
+//!   after it; a stop token is allowed iff the grammar can end now, or it can be read as a
+//!   terminal and the grammar can end after it (see [`crate::matcher`]).
 
 mod builtin;
 mod json;
+mod special_tokens;
 mod structural;
 
 use crate::cache::{reachable_scannable_states, MaskCacheMode};
@@ -31,6 +46,7 @@ pub use builtin::JSON_GRAMMAR_EBNF;
 pub struct CompilerConfig {
     fsm: FsmLimits,
     cache_mode: MaskCacheMode,
+    allow_special_token_text: bool,
 }
 
 impl CompilerConfig {
@@ -60,6 +76,17 @@ impl CompilerConfig {
     /// The automaton limits.
     pub fn get_fsm_limits(&self) -> &FsmLimits {
         &self.fsm
+    }
+    /// Whether grammar text that spells a special token's text (`"<|channel|>"`) also accepts
+    /// ordinary tokens spelling it byte by byte. Default `false`: such text matches only the
+    /// special token (see the special-token policy in the [module docs](self)).
+    pub fn allow_special_token_text(mut self, yes: bool) -> Self {
+        self.allow_special_token_text = yes;
+        self
+    }
+    /// See [`CompilerConfig::allow_special_token_text`].
+    pub fn get_allow_special_token_text(&self) -> bool {
+        self.allow_special_token_text
     }
 }
 
@@ -118,9 +145,14 @@ impl GrammarCompiler {
 
     /// Compiles a grammar built with [`crate::GrammarBuilder`] or a front-end.
     ///
+    /// Text equal to a special token's text is rewritten to that token first (see the
+    /// special-token policy in the [module docs](self)).
+    ///
     /// # Errors
-    /// [`Error::Grammar`] when automaton limits are exceeded.
+    /// [`Error::Grammar`] when automaton limits are exceeded or a `TagDispatch` is malformed.
     pub fn compile(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
+        let texts = special_tokens::SpecialTexts::new(&self.vocab);
+        let grammar = special_tokens::apply(grammar, &texts, self.config.allow_special_token_text)?;
         let fsm = build_grammar_fsm(&grammar, &self.config.fsm)?;
         let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone());
         let wanted: Vec<_> = match self.config.cache_mode {

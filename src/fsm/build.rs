@@ -78,6 +78,9 @@ struct Builder<'a> {
     states: usize,
     /// The first error met while lowering an expression (`expr` itself cannot fail).
     error: Option<GrammarError>,
+    /// Per rule, for dispatch rules, the Aho-Corasick depth of each free-text state (see
+    /// `tag_dispatch::DispatchFsm::free_depth`); empty for other rules.
+    free_depth: Vec<Vec<u32>>,
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -99,6 +102,7 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         pending: grammar.rules().iter().map(|r| Some((r.body.clone(), Vec::new()))).collect(),
         states: 0,
         error: None,
+        free_depth: Vec::new(),
     };
     let root = grammar.root().index() as u32;
     b.need(root);
@@ -147,7 +151,14 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
             }
         }
     }
-    Ok(freeze(fsms, b.names, b.kinds, nullable, root))
+    let mut g = freeze(&fsms, b.names, b.kinds, nullable, root);
+    for (r, depths) in b.free_depth.into_iter().enumerate() {
+        if !depths.is_empty() {
+            // The rule's states are numbered from `start - fsm.start` in the frozen automaton.
+            g.free_text.push((g.rules[r].start - fsms[r].start, depths.into_boxed_slice()));
+        }
+    }
+    Ok(g)
 }
 
 /// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
@@ -219,8 +230,12 @@ impl Builder<'_> {
                 _ => self.synthetic_rule(format!("{}$tag{i}", self.names[rule as usize]), body),
             })
             .collect();
-        let fsm = tag_dispatch::dispatch_fsm(t, &bodies, &self.names[rule as usize])?;
-        Ok(minimize(&fsm))
+        let d = tag_dispatch::dispatch_fsm(t, &bodies, &self.names[rule as usize])?;
+        if self.free_depth.len() <= rule as usize {
+            self.free_depth.resize(rule as usize + 1, Vec::new());
+        }
+        self.free_depth[rule as usize] = d.free_depth;
+        Ok(d.fsm)
     }
 
     /// A new plain rule for `body`, built later in the current inlining context.
@@ -474,7 +489,7 @@ fn nullable_rules(fsms: &[Fsm], kinds: &[RuleKind]) -> Vec<bool> {
     }
 }
 
-fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<bool>, root: u32) -> GrammarFsm {
+fn freeze(fsms: &[Fsm], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<bool>, root: u32) -> GrammarFsm {
     let total: usize = fsms.iter().map(|f| f.state_len()).sum();
     let mut g = GrammarFsm {
         rules: Vec::with_capacity(fsms.len()),
@@ -486,6 +501,7 @@ fn freeze(fsms: Vec<Fsm>, names: Vec<String>, kinds: Vec<RuleKind>, nullable: Ve
         rule_offsets: Vec::with_capacity(total + 1),
         rule_edges: Vec::new(),
         token_sets: Vec::new(),
+        free_text: Vec::new(),
     };
     let mut base = 0u32;
     for (r, fsm) in fsms.iter().enumerate() {

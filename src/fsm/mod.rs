@@ -27,8 +27,12 @@ mod tag_dispatch;
 mod token;
 
 pub use build::{build_grammar_fsm, FsmLimits};
+use tag_dispatch::MID_CHAR;
 
 use crate::grammar::{Grammar, RuleId};
+
+/// Token ids as sorted, disjoint inclusive ranges.
+pub type IdRanges = Box<[(u32, u32)]>;
 
 /// A state id in a [`GrammarFsm`] (global over all rules).
 pub type StateId = u32;
@@ -139,7 +143,11 @@ pub struct GrammarFsm {
     pub(crate) rule_offsets: Vec<u32>,
     pub(crate) rule_edges: Vec<RuleEdge>,
     /// Per state that can read a token sentinel, the token ids it accepts (sorted by state).
-    pub(crate) token_sets: Vec<(StateId, Box<[(u32, u32)]>)>,
+    pub(crate) token_sets: Vec<(StateId, IdRanges)>,
+    /// Per `TagDispatch` rule (sorted by first state): its first state and, per state, the
+    /// Aho-Corasick depth of free-text states (`MID_CHAR` inside a character, `u32::MAX` for
+    /// other states). Dense per rule so that the cache's free-text walk looks states up in O(1).
+    pub(crate) free_text: Vec<(StateId, Box<[u32]>)>,
 }
 
 impl GrammarFsm {
@@ -199,6 +207,34 @@ impl GrammarFsm {
             Err(_) => &[],
         }
     }
+    /// For a free-text state of a `TagDispatch` rule at a character boundary, the length of the
+    /// pending trigger/exclude/stop-string prefix: after reading more bytes than that from `s`
+    /// without completing a pattern, the rule is where the same bytes lead from its start state.
+    /// `None` for every other state. The mask cache uses it to classify most tokens without a
+    /// parser walk.
+    #[inline]
+    pub fn free_text_depth(&self, s: StateId) -> Option<u32> {
+        self.free_text_raw(s).filter(|&d| d < MID_CHAR)
+    }
+    /// Whether `s` is a free-text state of a `TagDispatch` rule (at a character boundary or
+    /// inside a character).
+    #[inline]
+    pub fn is_free_text(&self, s: StateId) -> bool {
+        self.free_text_raw(s).is_some()
+    }
+
+    /// The recorded depth of `s` if it is a free-text state (see `free_text`).
+    #[inline]
+    fn free_text_raw(&self, s: StateId) -> Option<u32> {
+        let i = self.free_text.partition_point(|e| e.0 <= s).checked_sub(1)?;
+        let (first, depths) = &self.free_text[i];
+        depths.get((s - first) as usize).copied().filter(|&d| d != u32::MAX)
+    }
+
+    /// The `TagDispatch` rules that have free-text states.
+    pub(crate) fn dispatch_rules(&self) -> impl Iterator<Item = u32> + '_ {
+        self.free_text.iter().map(|e| self.rule_of(e.0))
+    }
     /// The grammar rule id of rule index `r`, if it is one of the grammar's own rules.
     pub fn grammar_rule(&self, r: u32, grammar: &Grammar) -> Option<RuleId> {
         ((r as usize) < grammar.rules().len()).then(|| RuleId::new(r as usize))
@@ -214,5 +250,6 @@ impl GrammarFsm {
             + self.rule_offsets.capacity() * 4
             + self.rule_edges.capacity() * std::mem::size_of::<RuleEdge>()
             + self.token_sets.iter().map(|e| 8 + e.1.len() * 8).sum::<usize>()
+            + self.free_text.iter().map(|e| 16 + e.1.len() * 4).sum::<usize>()
     }
 }

@@ -35,7 +35,9 @@
 //! One state per reachable pair (Aho-Corasick state, UTF-8 decoding state); one *dispatch*
 //! state per Aho-Corasick match state where triggers end (rule edges to the bodies); one state
 //! per node of the trie of token-trigger sentinels; one final *exit* state. The automaton is
-//! deterministic on bytes by construction; the builder minimizes it like any rule.
+//! deterministic on bytes by construction and is not minimized: the mask cache relies on the
+//! Aho-Corasick depth of each free-text state (see `DispatchFsm::free_depth` and
+//! `cache/dispatch.rs`), which merging states would blur.
 
 use aho_corasick::automaton::Automaton;
 use aho_corasick::dfa::DFA;
@@ -45,6 +47,22 @@ use super::{Fsm, Label};
 use crate::grammar::{GrammarError, TagDispatch, Trigger};
 use crate::util::hash::FastMap;
 use crate::util::sentinel::{sentinel, SENTINEL_LEAD};
+
+/// A dispatch automaton and, per state, the Aho-Corasick depth of free-text states at a
+/// character boundary.
+pub(super) struct DispatchFsm {
+    /// The automaton.
+    pub(super) fsm: Fsm,
+    /// Per state: for a free-text state at a character boundary, the length of the pending
+    /// pattern prefix (the Aho-Corasick state's depth); [`MID_CHAR`] for a free-text state
+    /// inside a character; `u32::MAX` for every other state. After
+    /// reading more bytes than that from such a state without meeting a pattern, the automaton
+    /// is where it would be after reading the same bytes from the start state.
+    pub(super) free_depth: Vec<u32>,
+}
+
+/// The depth recorded for free-text states inside a multi-byte character.
+pub(crate) const MID_CHAR: u32 = u32::MAX - 1;
 
 /// The most states one dispatch automaton may have (50 triggers of 30 bytes need ~1,600).
 const MAX_DISPATCH_STATES: usize = 200_000;
@@ -103,7 +121,7 @@ impl Utf8 {
 /// # Errors
 /// [`GrammarError::InvalidTagDispatch`] for an empty pattern, a pattern containing the byte
 /// `0xFF` (reserved for token ids), or an automaton past the size limit.
-pub(super) fn dispatch_fsm(t: &TagDispatch, bodies: &[u32], rule: &str) -> Result<Fsm, GrammarError> {
+pub(super) fn dispatch_fsm(t: &TagDispatch, bodies: &[u32], rule: &str) -> Result<DispatchFsm, GrammarError> {
     let invalid = |reason: String| GrammarError::InvalidTagDispatch { rule: rule.to_string(), reason };
     let mut patterns: Vec<&[u8]> = Vec::new();
     let mut kinds: Vec<Pattern> = Vec::new();
@@ -147,9 +165,19 @@ pub(super) fn dispatch_fsm(t: &TagDispatch, bodies: &[u32], rule: &str) -> Resul
         .match_kind(MatchKind::Standard)
         .build(&patterns)
         .map_err(|e| invalid(format!("the trigger automaton cannot be built: {e}")))?;
-    Builder { t, bodies, ac: &ac, kinds: &kinds, fsm: Fsm::default(), ids: FastMap::default(), queue: Vec::new() }
-        .build(&token_triggers)
-        .ok_or_else(|| invalid(format!("the automaton exceeds {MAX_DISPATCH_STATES} states")))
+    Builder {
+        t,
+        bodies,
+        ac: &ac,
+        kinds: &kinds,
+        fsm: Fsm::default(),
+        ids: FastMap::default(),
+        queue: Vec::new(),
+        free_depth: Vec::new(),
+        depth: trie_depths(&ac, &patterns),
+    }
+    .build(&token_triggers)
+    .ok_or_else(|| invalid(format!("the automaton exceeds {MAX_DISPATCH_STATES} states")))
 }
 
 struct Builder<'a> {
@@ -162,10 +190,30 @@ struct Builder<'a> {
     /// state with `Utf8::Boundary` never colliding because match states are never free text.
     ids: FastMap<(usize, Utf8), u32>,
     queue: Vec<(aho_corasick::automaton::StateID, Utf8, u32)>,
+    /// See [`DispatchFsm::free_depth`]; filled for free-text states as they are created.
+    free_depth: Vec<u32>,
+    /// The depth of every Aho-Corasick state (the length of the pattern prefix it stands for).
+    depth: FastMap<usize, u32>,
+}
+
+/// The depth of every state of `ac`: its states are the prefixes of the patterns, and reading a
+/// prefix from the start leads to the prefix's own state.
+fn trie_depths(ac: &DFA, patterns: &[&[u8]]) -> FastMap<usize, u32> {
+    let root = ac.start_state(Anchored::No).expect("an unanchored automaton has a start state");
+    let mut depth = FastMap::default();
+    depth.insert(root.as_usize(), 0);
+    for p in patterns {
+        let mut s = root;
+        for (k, &b) in p.iter().enumerate() {
+            s = ac.next_state(Anchored::No, s, b);
+            depth.insert(s.as_usize(), k as u32 + 1);
+        }
+    }
+    depth
 }
 
 impl Builder<'_> {
-    fn build(mut self, token_triggers: &[(u32, usize)]) -> Option<Fsm> {
+    fn build(mut self, token_triggers: &[(u32, usize)]) -> Option<DispatchFsm> {
         let root = self.ac.start_state(Anchored::No).expect("an unanchored automaton has a start state");
         let start = self.fsm.add_state();
         self.fsm.start = start;
@@ -209,7 +257,9 @@ impl Builder<'_> {
         for edges in self.fsm.edges.iter_mut() {
             edges.sort_unstable();
         }
-        Some(self.fsm)
+        self.free_depth.resize(self.fsm.state_len(), u32::MAX);
+        self.free_depth[start as usize] = 0;
+        Some(DispatchFsm { fsm: self.fsm, free_depth: self.free_depth })
     }
 
     /// The state after reading `b` (whose UTF-8 state is `u`) from Aho-Corasick state `from`:
@@ -230,6 +280,8 @@ impl Builder<'_> {
             }
             let id = self.fsm.add_state();
             self.fsm.finals[id as usize] = self.t.stop_eos && u == Utf8::Boundary;
+            self.free_depth.resize(id as usize + 1, u32::MAX);
+            self.free_depth[id as usize] = if u == Utf8::Boundary { self.depth[&to.as_usize()] } else { MID_CHAR };
             self.ids.insert(key, id);
             self.queue.push((to, u, id));
             return Some(id);

@@ -12,7 +12,7 @@
 //! ids a state accepts are a property of its `0xFF` edge alone: [`token_sets`] computes them
 //! once per automaton, and the mask sets those bits without running the parser.
 
-use super::{Fsm, GrammarFsm, Label, StateId};
+use super::{Fsm, GrammarFsm, IdRanges, Label, StateId};
 use crate::grammar::TokenSet;
 use crate::util::sentinel::{complement, sentinel_sequences, MAX_SENTINEL_ID, SENTINEL_DIGITS, SENTINEL_LEAD};
 
@@ -51,7 +51,7 @@ pub(crate) fn reads_sentinel(fsm: &GrammarFsm, s: StateId) -> bool {
 
 /// For every state that can read a sentinel, the ids it accepts (sorted, disjoint, merged
 /// ranges), sorted by state.
-pub(super) fn token_sets(fsm: &GrammarFsm) -> Vec<(StateId, Box<[(u32, u32)]>)> {
+pub(super) fn token_sets(fsm: &GrammarFsm) -> Vec<(StateId, IdRanges)> {
     let mut out = Vec::new();
     for s in 0..fsm.state_len() as StateId {
         if !reads_sentinel(fsm, s) {

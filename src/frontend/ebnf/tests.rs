@@ -375,16 +375,25 @@ fn error_macros() {
         e(2, 3, "unknown macro `Foo` (to use rule `Foo` before a group, put a space before `(`)")
     );
     assert_eq!(
-        err("root ::= TagDispatch((\"<a>\", a), loop_after_dispatch=false)"),
-        e(1, 10, "macro `TagDispatch` is not supported yet")
+        err("root ::= TagDispatch((\"<a>\", a), loop_after=false)\na ::= \"x\""),
+        e(1, 34, "unknown argument `loop_after` of `TagDispatch` (expected stop_eos, stop_str, loop_after_dispatch or excludes)")
     );
+    assert_eq!(
+        err("root ::= TagDispatch((\"<a>\", a), stop_eos=1)\na ::= \"x\""),
+        e(1, 43, "`stop_eos` of `TagDispatch` is `true` or `false`")
+    );
+    assert_eq!(
+        err("root ::= TagDispatch((\"<a>\", [a]))"),
+        e(1, 30, "expected a string, integer, boolean, name or tuple as macro argument, found a character class")
+    );
+    assert_eq!(err("root ::= ExcludeToken(1, \"a\")"), e(1, 26, "`ExcludeToken` expects token ids (integers) here"));
     // `Regex` is supported: a pattern error is reported at the argument.
     assert!(parse_ebnf("root ::= Regex(\"[a-z]+\")* \"!\"", "root").is_ok());
     let (line, column, msg) = err("root ::= Regex(\"(a)\\\\1\")");
     assert_eq!((line, column), (1, 16));
     assert!(msg.starts_with("in Regex pattern: 1:4: backreference cannot be enforced"), "{msg}");
     assert_eq!(err("root ::= Regex(\"a\", 1)"), e(1, 15, "`Regex` takes one string argument: Regex(\"pattern\")"));
-    assert_eq!(err("root ::= Token()"), e(1, 10, "macro `Token` is not supported yet"));
+    assert_eq!(err("root ::= Token()"), e(1, 15, "`Token` takes at least one token id: Token(id, ...)"));
     // Argument syntax is checked before the macro is looked up.
     assert_eq!(
         err("root ::= Regex(\"a\" \"b\")"),
