@@ -2,6 +2,8 @@
 //! is accepted token by token with the family's real tokenizer and can end there; an invalid
 //! one is rejected (a token refused, or the output cannot end). The protocol is found by the
 //! case's `format` (protocol aliases), never by its id, so hold-out cases run the same way.
+//! `MASKFORGE_PRINT_CASES=1 cargo test --release --tests protocols -- --nocapture` prints every
+//! case's outcome (where an invalid output is rejected).
 
 use std::collections::BTreeMap;
 
