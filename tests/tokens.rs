@@ -420,3 +420,34 @@ fn llama3_dispatch_with_50_triggers_equals_the_oracle() {
     // The exclude: free text may not contain "<|".
     assert!(!m.accept_string("<|"));
 }
+
+/// Dispatch automata are hashed like any rule: renamed and reordered rules hash equal, a
+/// different trigger or flag does not, and reachable states get canonical numbers.
+#[test]
+fn dispatch_automata_have_structural_hashes() {
+    use maskforge::fsm::hash::{hash_rules, UNREACHABLE};
+    use maskforge::fsm::GrammarFsm;
+    let root_hash = |ebnf: &str| {
+        let fsm = GrammarFsm::new(&maskforge::parse_ebnf(ebnf, "root").unwrap()).unwrap();
+        let h = hash_rules(&fsm);
+        let start = fsm.rules()[fsm.root() as usize].start;
+        assert_eq!(h.canonical_state(start), 0);
+        // Every state reached by some text or token gets a canonical number.
+        let reached = (start..start + 8).filter(|&s| h.canonical_state(s) != UNREACHABLE).count();
+        assert!(reached > 4);
+        h.rule_hash(fsm.root()).expect("a dispatch over acyclic bodies is hashed")
+    };
+    let a = root_hash("root ::= TagDispatch((\"<a>\", x), (\"<b>\", y), excludes=(\"!\",))\nx ::= \"1\"\ny ::= \"2\"");
+    let renamed =
+        root_hash("y0 ::= \"2\"\nroot ::= TagDispatch((\"<a>\", x0), (\"<b>\", y0), excludes=(\"!\",))\nx0 ::= \"1\"");
+    assert_eq!(a, renamed);
+    for other in [
+        "root ::= TagDispatch((\"<a>\", x), (\"<c>\", y), excludes=(\"!\",))\nx ::= \"1\"\ny ::= \"2\"",
+        "root ::= TagDispatch((\"<a>\", x), (\"<b>\", y), excludes=(\"?\",))\nx ::= \"1\"\ny ::= \"2\"",
+        "root ::= TagDispatch((\"<a>\", x), (\"<b>\", y), excludes=(\"!\",), stop_eos=false, stop_str=(\"e\",))\nx ::= \"1\"\ny ::= \"2\"",
+        "root ::= TagDispatch((\"<a>\", y), (\"<b>\", x), excludes=(\"!\",))\nx ::= \"1\"\ny ::= \"2\"",
+        "root ::= TagDispatch((\"<a>\", x), (7, y), excludes=(\"!\",))\nx ::= \"1\"\ny ::= \"2\"",
+    ] {
+        assert_ne!(a, root_hash(other), "{other}");
+    }
+}
