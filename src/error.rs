@@ -31,6 +31,12 @@ pub enum Error {
         /// The fingerprint of the compiler's vocabulary.
         vocab: u64,
     },
+    /// A structural tag is malformed (with the JSON pointer of the offending part).
+    #[error(transparent)]
+    StructuralTag(#[from] crate::frontend::structural_tag::StructuralTagError),
+    /// A protocol request is malformed (unknown protocol, bad tools or tool_choice).
+    #[error(transparent)]
+    Protocol(#[from] crate::frontend::protocol::ProtocolError),
     /// A matcher call failed (invalid token id, rollback too far, short mask buffer).
     #[error(transparent)]
     Matcher(#[from] crate::matcher::MatcherError),

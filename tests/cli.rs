@@ -60,3 +60,51 @@ fn mask_and_generate() {
     assert!(text.chars().all(|c| c.is_ascii_digit() || c == ';'), "{text:?}");
     assert!(out.contains("mask median"));
 }
+
+#[test]
+fn structural_tag_and_protocol_sources() {
+    let tag = r#"{"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "const_string", "value": "n="}, {"type": "regex", "pattern": "[0-9]+"}]}}"#;
+    let path = std::env::temp_dir().join(format!("maskforge-cli-{}-tag.json", std::process::id()));
+    std::fs::write(&path, tag).unwrap();
+    let p = path.to_string_lossy();
+    assert_eq!(maskforge(&["check", "--structural-tag", &p, "--text", "n=42"]).0, 0);
+    assert_eq!(maskforge(&["check", "--structural-tag", &p, "--text", "n=x"]).0, 1);
+    std::fs::write(&path, r#"{"type": "structural_tag", "format": {"type": "tag", "begin": "a", "end": "b"}}"#)
+        .unwrap();
+    let (code, _, err) = maskforge(&["check", "--structural-tag", &p, "--text", "a"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/format: missing field `content`"), "{err}");
+
+    let tools = r#"[{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+        "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}]"#;
+    let tools_path = std::env::temp_dir().join(format!("maskforge-cli-{}-tools.json", std::process::id()));
+    std::fs::write(&tools_path, tools).unwrap();
+    let t = tools_path.to_string_lossy();
+    let call = r#"{"name": "get_time", "parameters": {"tz": "UTC"}}"#;
+    let run = |choice: &str, text: &str| {
+        maskforge(&[
+            "check",
+            "--tokenizer",
+            "llama3",
+            "--protocol",
+            "llama",
+            "--tools",
+            &t,
+            "--tool-choice",
+            choice,
+            "--text",
+            text,
+        ])
+    };
+    assert_eq!(run("auto", call).0, 0);
+    assert_eq!(run("auto", "Just text.").0, 0);
+    assert_eq!(run("required", "Just text.").0, 1);
+    assert_eq!(run("get_time", call).0, 0);
+    let (code, _, err) = run("get_weather", call);
+    assert_eq!(code, 2);
+    assert!(err.contains("get_weather") && err.contains("get_time"), "{err}");
+    let (code, _, err) = maskforge(&["check", "--protocol", "gpt9", "--tools", &t, "--text", "x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown protocol `gpt9`") && err.contains("harmony"), "{err}");
+}

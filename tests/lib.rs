@@ -16,6 +16,8 @@ mod maskbench_ratchet;
 mod matcher;
 mod pool;
 mod properties;
+mod protocols;
 mod schema_properties;
+mod structural_tag;
 mod tokenizer;
 mod tokens;

@@ -23,6 +23,7 @@ mod builtin;
 mod grammar_cache;
 mod json;
 mod special_tokens;
+mod structural;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -22,10 +22,13 @@
 //! * [`ebnf`]: XGrammar's EBNF dialect.
 //! * [`regex`]: ECMA-262 regular expressions (JSON Schema `pattern`, XGrammar's `Regex`).
 //! * [`json_schema`]: JSON Schema, with a coverage report.
+//! * [`structural_tag`]: XGrammar's structural tags (tool calling, reasoning, free text).
 
 pub mod ebnf;
 pub mod json_schema;
+pub mod protocol;
 pub mod regex;
+pub mod structural_tag;
 
 /// A half-open range `start..end` of byte offsets into a front-end's source text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -14,6 +14,7 @@
 
 mod builder;
 mod expr;
+mod import;
 pub(crate) mod passes;
 mod print;
 

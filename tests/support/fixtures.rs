@@ -56,3 +56,33 @@ pub fn maskbench_files() -> &'static [(String, serde_json::Value)] {
             .collect()
     })
 }
+
+/// Token ids for `text` as a model emits it: every occurrence of a special token's text is
+/// that special token (the longest text wins), the text between is spelled byte-exactly with
+/// normal tokens.
+pub fn encode_with_special(name: &str, text: &str) -> Vec<u32> {
+    let (vocab, encoder) = load(name);
+    let mut specials: Vec<(&str, u32)> =
+        vocab.special_token_ids().iter().filter_map(|&id| vocab.token_str(id).map(|s| (s, id))).collect();
+    specials.retain(|(s, _)| !s.is_empty());
+    specials.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+    let mut ids = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    while i < text.len() {
+        match specials.iter().find(|(s, _)| text[i..].starts_with(s)) {
+            Some(&(s, id)) => {
+                if start < i {
+                    ids.extend(encoder.encode_for_matching(&text[start..i]).unwrap_or_else(|e| panic!("{name}: {e}")));
+                }
+                ids.push(id);
+                i += s.len();
+                start = i;
+            }
+            None => i += text[i..].chars().next().map_or(1, char::len_utf8),
+        }
+    }
+    if start < text.len() {
+        ids.extend(encoder.encode_for_matching(&text[start..]).unwrap_or_else(|e| panic!("{name}: {e}")));
+    }
+    ids
+}

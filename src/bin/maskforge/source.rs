@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use maskforge::frontend::protocol::{ProtocolOptions, ToolChoice};
 use maskforge::tokenizer::{load_embedded_default, load_tokenizer, TextEncoder};
 use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions};
 
@@ -32,6 +33,25 @@ pub struct GrammarArgs {
     /// The builtin JSON grammar.
     #[arg(long)]
     pub builtin_json: bool,
+    /// A structural tag file (XGrammar's JSON format: `{"type": "structural_tag", "format": ...}`).
+    #[arg(long, conflicts_with_all = ["grammar", "schema", "regex", "builtin_json", "protocol"])]
+    pub structural_tag: Option<PathBuf>,
+    /// A model protocol of `protocols/` (`harmony`, `llama`, `qwen`, `qwen_coder`, `kimi`, ...).
+    #[arg(long, requires = "tools", conflicts_with_all = ["grammar", "schema", "regex", "builtin_json"])]
+    pub protocol: Option<String>,
+    /// The tools of `--protocol`: a JSON array of OpenAI tools, `{"tools": [...]}`, or an object
+    /// whose values are tools.
+    #[arg(long, requires = "protocol")]
+    pub tools: Option<PathBuf>,
+    /// `auto`, `none`, `required`, a function name, or OpenAI's JSON form.
+    #[arg(long, default_value = "auto", requires = "protocol")]
+    pub tool_choice: String,
+    /// Whether the output starts with a reasoning section (`on` / `off`).
+    #[arg(long, default_value = "off", value_parser = ["on", "off"], requires = "protocol")]
+    pub reasoning: String,
+    /// Allow at most one tool call.
+    #[arg(long, requires = "protocol")]
+    pub no_parallel_tool_calls: bool,
 }
 
 /// A compiled grammar with its text encoder and the compile time.
@@ -65,15 +85,49 @@ impl Loaded {
             g
         } else if let Some(pattern) = &args.regex {
             compiler.compile_regex(pattern).map_err(|e| format!("--regex: {e}"))?
+        } else if let Some(path) = &args.structural_tag {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            compiler.compile_structural_tag_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        } else if let Some(name) = &args.protocol {
+            let path = args.tools.as_ref().expect("clap requires --tools");
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let tools = tools_from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let choice = match serde_json::from_str::<serde_json::Value>(&args.tool_choice) {
+                Ok(v @ serde_json::Value::Object(_)) => v,
+                _ => serde_json::Value::String(args.tool_choice.clone()),
+            };
+            let choice = ToolChoice::from_json(&choice).map_err(|e| format!("--tool-choice: {e}"))?;
+            let options = ProtocolOptions {
+                reasoning: args.reasoning == "on",
+                parallel_tool_calls: !args.no_parallel_tool_calls,
+            };
+            compiler.compile_protocol(name, &tools, &choice, &options).map_err(|e| format!("--protocol {name}: {e}"))?
         } else if args.builtin_json {
             compiler.compile_builtin_json_grammar().map_err(|e| e.to_string())?
         } else {
-            return Err("give --grammar FILE, --schema FILE, --regex PATTERN or --builtin-json".into());
+            return Err(
+                "give --grammar FILE, --schema FILE, --regex PATTERN, --builtin-json, --structural-tag FILE or --protocol NAME --tools FILE"
+                    .into(),
+            );
         };
         Ok(Loaded { grammar, encoder, compile_ms: t.elapsed().as_secs_f64() * 1e3 })
     }
 
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
         self.encoder.encode_for_matching(text).map_err(|e| e.to_string())
+    }
+}
+
+/// Tools from a file: an array, `{"tools": [...]}`, or an object whose values are tools.
+fn tools_from_json(text: &str) -> Result<Vec<serde_json::Value>, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    match v {
+        serde_json::Value::Array(a) => Ok(a),
+        serde_json::Value::Object(mut o) => match o.remove("tools") {
+            Some(serde_json::Value::Array(a)) => Ok(a),
+            Some(_) => Err("`tools` must be an array".into()),
+            None => Ok(o.into_iter().map(|(_, t)| t).collect()),
+        },
+        _ => Err("expected an array of tools or an object".into()),
     }
 }

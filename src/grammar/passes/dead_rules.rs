@@ -49,6 +49,7 @@ fn remap_refs(e: &mut Expr, new_id: &[Option<RuleId>]) {
             Expr::Rule(r) => *r = new_id[r.index()].expect("reachable rule references a reachable rule"),
             Expr::Seq(v) | Expr::Choice(v) => stack.extend(v.iter_mut()),
             Expr::Repeat(r) => stack.push(&mut r.expr),
+            Expr::TagDispatch(t) => stack.extend(t.bodies.iter_mut()),
             _ => {}
         }
     }

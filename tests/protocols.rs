@@ -1,0 +1,176 @@
+//! Every case of the protocol corpus (`fixtures/corpus/protocols/cases.jsonl`): a valid output
+//! is accepted token by token with the family's real tokenizer and can end there; an invalid
+//! one is rejected (a token refused, or the output cannot end). The protocol is found by the
+//! case's `format` (protocol aliases), never by its id, so hold-out cases run the same way.
+//! `MASKFORGE_PRINT_CASES=1 cargo test --release --tests protocols -- --nocapture` prints every
+//! case's outcome (where an invalid output is rejected).
+
+use std::collections::BTreeMap;
+
+use maskforge::frontend::protocol::{Protocol, ProtocolOptions, ToolChoice};
+use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary, VocabularyBuilder};
+use serde_json::Value;
+
+use crate::support::fixtures::{corpus_dir, encode_with_special, load};
+
+struct Case {
+    id: String,
+    family: String,
+    format: String,
+    tools: Vec<String>,
+    tool_choice: String,
+    reasoning: bool,
+    output: String,
+    valid: bool,
+}
+
+fn cases() -> (Vec<Case>, BTreeMap<String, Value>) {
+    let dir = corpus_dir().join("protocols");
+    let text = std::fs::read_to_string(dir.join("cases.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/fetch-corpus", dir.display()));
+    let tools: BTreeMap<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("tools.json")).unwrap()).unwrap();
+    let cases = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let s = |k: &str| v[k].as_str().unwrap_or_else(|| panic!("{k} in {l}")).to_string();
+            Case {
+                id: s("id"),
+                family: s("family"),
+                format: s("format"),
+                tools: v["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect(),
+                tool_choice: s("tool_choice"),
+                reasoning: v["reasoning"].as_bool().unwrap(),
+                output: s("output"),
+                valid: v["valid"].as_bool().unwrap(),
+            }
+        })
+        .collect();
+    (cases, tools)
+}
+
+/// Every single byte as a token plus a stop token `</s>`: character-level checks for the
+/// families without a tokenizer in the fixtures.
+fn byte_vocab() -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    tokens.push(b"</s>".to_vec());
+    VocabularyBuilder::new().tokens(tokens).special(256).stop_tokens([256]).build().unwrap()
+}
+
+/// The vocabulary and token ids of `text` for a tokenizer name (`bytes` = character level);
+/// special tokens' texts are encoded as the special tokens.
+fn encode(tokenizer: &str, text: &str) -> (Vocabulary, Vec<u32>) {
+    if tokenizer == "bytes" {
+        return (byte_vocab(), text.bytes().map(u32::from).collect());
+    }
+    let ids = encode_with_special(tokenizer, text);
+    let mut vocab = load(tokenizer).0.clone();
+    if tokenizer == "gptoss" {
+        // gpt-oss's generation config stops at <|return|>, <|endoftext|> and <|call|>.
+        let stops = ["<|return|>", "<|endoftext|>", "<|call|>"].map(|t| vocab.token_id(t).unwrap());
+        vocab = vocab.with_stop_tokens(stops).unwrap();
+    }
+    (vocab, ids)
+}
+
+/// Runs one case with one tokenizer: `Ok(())` when the outcome matches `valid`.
+fn run(case: &Case, tools: &BTreeMap<String, Value>, tokenizer: &str) -> Result<(), String> {
+    let protocol = Protocol::by_name(&case.format).map_err(|e| e.to_string())?;
+    let offered: Vec<Value> = case.tools.iter().map(|n| tools[n].clone()).collect();
+    let choice = ToolChoice::from_json(&Value::String(case.tool_choice.clone())).unwrap();
+    let options = ProtocolOptions { reasoning: case.reasoning, parallel_tool_calls: true };
+    let tag = protocol.structural_tag(&offered, &choice, &options).map_err(|e| e.to_string())?;
+    let (vocab, ids) = encode(tokenizer, &case.output);
+    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
+    let grammar = compiler.compile_structural_tag(&tag).map_err(|e| format!("compile: {e}"))?;
+    let mut m = GrammarMatcher::new(&grammar);
+    let mut outcome = Ok(());
+    for (i, &id) in ids.iter().enumerate() {
+        if m.is_terminated() {
+            outcome = Err(format!("token {i} after the end of generation"));
+            break;
+        }
+        if !m.accept_token(id) {
+            let before = String::from_utf8_lossy(&vocab.concat_bytes(&ids[..i])).into_owned();
+            outcome = Err(format!("token {i} ({:?}) rejected after {before:?}", vocab.token_text_lossy(id)));
+            break;
+        }
+    }
+    if outcome.is_ok() && !(m.is_terminated() || m.can_terminate()) {
+        outcome = Err("cannot end after the whole output".into());
+    }
+    if std::env::var_os("MASKFORGE_PRINT_CASES").is_some() {
+        println!(
+            "{:<26} {:<7} valid={:<5} {}",
+            case.id,
+            tokenizer,
+            case.valid,
+            outcome.as_ref().err().map_or("accepted", |s| s.as_str())
+        );
+    }
+    match (case.valid, outcome) {
+        (true, Ok(())) | (false, Err(_)) => Ok(()),
+        (true, Err(why)) => Err(format!("valid but {why}")),
+        (false, Ok(())) => Err("invalid but accepted".into()),
+    }
+}
+
+/// The real tokenizers of a family; families without one run at character level and with the
+/// Llama 3 tokenizer (whose tokens span their markup in other ways).
+fn tokenizers(family: &str) -> &'static [&'static str] {
+    match family {
+        "harmony" => &["gptoss"],
+        "llama" => &["llama3"],
+        "qwen" => &["qwen3"],
+        _ => &["bytes", "llama3"],
+    }
+}
+
+fn check_family(families: &[&str]) {
+    let (cases, tools) = cases();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for case in cases.iter().filter(|c| families.contains(&c.family.as_str())) {
+        for tok in tokenizers(&case.family) {
+            n += 1;
+            if let Err(why) = run(case, &tools, tok) {
+                failures.push(format!("{} [{tok}] (valid={}): {why}", case.id, case.valid));
+            }
+        }
+    }
+    assert!(n > 0, "no cases for {families:?}");
+    assert!(failures.is_empty(), "{} of {n} runs failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn harmony_cases() {
+    check_family(&["harmony"]);
+}
+
+#[test]
+fn llama_cases() {
+    check_family(&["llama"]);
+}
+
+#[test]
+fn qwen_cases() {
+    check_family(&["qwen"]);
+}
+
+#[test]
+fn deepseek_kimi_glm_cases() {
+    check_family(&["deepseek", "kimi", "glm"]);
+}
+
+#[test]
+fn every_case_has_a_protocol_and_a_tokenizer() {
+    let (cases, _) = cases();
+    assert!(cases.len() >= 88, "{} cases", cases.len());
+    let families = ["harmony", "llama", "qwen", "deepseek", "kimi", "glm"];
+    for c in &cases {
+        assert!(families.contains(&c.family.as_str()), "{}: family {} is not tested", c.id, c.family);
+        Protocol::by_name(&c.format).unwrap_or_else(|e| panic!("{}: {e}", c.id));
+    }
+}

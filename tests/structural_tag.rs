@@ -1,0 +1,182 @@
+//! Structural tags compiled for a vocabulary: random tags over every composable format type,
+//! with masks equal to the oracle's at every step of random walks, and a few exact
+//! acceptance checks of the semantics (end detection, triggered tags, token formats).
+
+use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use crate::support::small_vocab::{token_vocab, SPECIAL_A, SPECIAL_B};
+
+fn compile(format: &Value, vocab: &Vocabulary) -> Result<CompiledGrammar, maskforge::Error> {
+    GrammarCompiler::new(vocab.clone(), CompilerConfig::default())
+        .compile_structural_tag(&json!({"type": "structural_tag", "format": format}))
+}
+
+/// The cached mask, asserted equal to the oracle's and to what accept_token does.
+fn checked_mask(m: &mut GrammarMatcher) -> Result<TokenBitmask, TestCaseError> {
+    let n = m.grammar().vocabulary().vocab_size();
+    let (mut cached, mut exact) = (TokenBitmask::new(n), TokenBitmask::new(n));
+    m.fill_next_token_bitmask(cached.as_words_mut());
+    m.fill_next_token_bitmask_exact(exact.as_words_mut()).unwrap();
+    prop_assert_eq!(&cached, &exact, "cached vs oracle after {} tokens", m.num_accepted_tokens());
+    for t in 0..n as u32 {
+        let ok = m.accept_token(t);
+        prop_assert_eq!(ok, cached.get(t as usize), "token {} vs mask", t);
+        if ok {
+            m.rollback(1).unwrap();
+        }
+    }
+    Ok(cached)
+}
+
+fn word() -> impl Strategy<Value = String> {
+    "[abc]{1,3}"
+}
+
+fn s(v: &str) -> Value {
+    json!({"type": "const_string", "value": v})
+}
+
+/// Random formats: leaves are strings, regexes, free text and tokens; inner nodes every
+/// composable format type, tags and dispatches with short triggers that overlap often.
+fn format() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        word().prop_map(|w| s(&w)),
+        Just(json!({"type": "regex", "pattern": "[ab]c?"})),
+        prop::collection::vec(word(), 0..2).prop_map(|ex| json!({"type": "any_text", "excludes": ex})),
+        Just(json!({"type": "token", "token": SPECIAL_A})),
+        Just(json!({"type": "exclude_token", "exclude_tokens": ["<|a|>"]})),
+    ];
+    leaf.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|e| json!({"type": "sequence", "elements": e})),
+            prop::collection::vec(inner.clone(), 1..3).prop_map(|e| json!({"type": "or", "elements": e})),
+            inner.clone().prop_map(|c| json!({"type": "optional", "content": c})),
+            inner.clone().prop_map(|c| json!({"type": "plus", "content": c})),
+            (inner.clone(), 0u32..2, 1u32..3).prop_map(|(c, a, b)| json!({"type": "repeat", "min": a, "max": a + b, "content": c})),
+            (word(), inner.clone(), word()).prop_map(|(b, c, e)| json!({"type": "tag", "begin": b, "content": c, "end": e})),
+            (inner.clone(), word(), any::<bool>(), any::<bool>()).prop_map(|(c, trig, alo, saf)| {
+                let tags = [format!("{trig}a"), format!("{trig}b")]
+                    .map(|b| json!({"type": "tag", "begin": b, "content": c, "end": "c"}));
+                json!({"type": "triggered_tags", "triggers": [trig], "tags": tags, "at_least_one": alo, "stop_after_first": saf})
+            }),
+            (inner.clone(), any::<bool>()).prop_map(|(c, alo)| {
+                let tag = json!({"type": "tag", "begin": "a", "content": c, "end": "b"});
+                json!({"type": "tags_with_separator", "tags": [tag], "separator": "c", "at_least_one": alo})
+            }),
+            (word(), inner.clone(), any::<bool>()).prop_map(|(p, c, l)| json!({"type": "dispatch", "rules": [[p, c]], "loop": l})),
+            inner.clone().prop_map(|c| json!({"type": "tag", "begin": {"type": "token", "token": "<|a|>"}, "content": c, "end": {"type": "token", "token": "<|b|>"}})),
+            inner.prop_map(|c| json!({"type": "token_triggered_tags", "trigger_tokens": ["<|a|>"],
+                "tags": [{"type": "tag", "begin": {"type": "token", "token": "<|a|>"}, "content": c, "end": "c"}]})),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Random walks under random structural tags: at every step the cached mask equals the
+    /// oracle's and accept_token agrees with it.
+    #[test]
+    fn structural_tag_masks_equal_the_oracle(
+        format in format(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let v = token_vocab();
+        // Some random tags describe no string at all or an invalid dispatch: skip those.
+        let Ok(g) = compile(&format, &v) else { return Ok(()) };
+        let mut m = GrammarMatcher::new(&g);
+        for pick in &picks {
+            let mask = checked_mask(&mut m)?;
+            let ids: Vec<usize> = mask.allowed_ids().collect();
+            if ids.is_empty() || m.is_terminated() {
+                break;
+            }
+            prop_assert!(m.accept_token(ids[pick.index(ids.len())] as u32));
+        }
+        checked_mask(&mut m)?;
+    }
+}
+
+fn id(vocab: &Vocabulary, text: &str) -> u32 {
+    vocab.sorted_token_ids().iter().copied().find(|&i| vocab.token_bytes(i) == text.as_bytes()).unwrap()
+}
+
+/// Whether `tokens` (texts of [`token_vocab`], or `<|a|>` / `<|b|>`) are accepted and can end.
+fn accepts(g: &CompiledGrammar, tokens: &[&str]) -> bool {
+    let v = g.vocabulary();
+    let mut m = GrammarMatcher::new(g);
+    tokens.iter().all(|t| {
+        let i = match *t {
+            "<|a|>" => SPECIAL_A,
+            "<|b|>" => SPECIAL_B,
+            t => id(v, t),
+        };
+        m.accept_token(i)
+    }) && m.can_terminate()
+}
+
+#[test]
+fn tag_content_stops_at_the_end() {
+    let v = token_vocab();
+    let g = compile(&json!({"type": "tag", "begin": "a", "content": {"type": "any_text"}, "end": "bc"}), &v).unwrap();
+    assert!(accepts(&g, &["a", "cab", "c"]));
+    assert!(accepts(&g, &["abc"]));
+    // The end cannot occur inside the content.
+    assert!(!accepts(&g, &["a", "bc", "a", "bc"]));
+    assert!(!accepts(&g, &["a", "cc"]));
+}
+
+#[test]
+fn triggered_tags_require_a_full_tag_after_a_trigger() {
+    let v = token_vocab();
+    let tags = json!([{"type": "tag", "begin": "ba", "content": s("c"), "end": "a"}]);
+    let tt = |alo: bool, saf: bool| {
+        compile(&json!({"type": "triggered_tags", "triggers": ["b"], "tags": tags, "at_least_one": alo, "stop_after_first": saf}), &v).unwrap()
+    };
+    // The full tag is `baca`; after the trigger `b` the rest `aca` must follow.
+    let free = tt(false, false);
+    assert!(accepts(&free, &["cc", "bac", "a", "c", "bac", "a"]));
+    assert!(accepts(&free, &["c"]) && accepts(&free, &[]));
+    assert!(!accepts(&free, &["cb"]) && !accepts(&free, &["bcc"]));
+    let once = tt(false, true);
+    assert!(accepts(&once, &["c", "bac", "a"]) && !accepts(&once, &["bac", "a", "c"]));
+    let exactly_one = tt(true, true);
+    assert!(
+        accepts(&exactly_one, &["bac", "a"])
+            && !accepts(&exactly_one, &[])
+            && !accepts(&exactly_one, &["c", "bac", "a"])
+    );
+    let at_least_one = tt(true, false);
+    assert!(accepts(&at_least_one, &["bac", "a", "cc"]) && !accepts(&at_least_one, &["cc"]));
+}
+
+#[test]
+fn token_tags_read_tokens_by_id() {
+    let v = token_vocab();
+    let tag = json!({"type": "tag", "begin": {"type": "token", "token": "<|a|>"}, "content": {"type": "any_tokens"},
+        "end": {"type": "token", "token": "<|b|>"}});
+    let g = compile(&tag, &v).unwrap();
+    assert!(accepts(&g, &["<|a|>", "abc", "<|a|>", "<|b|>"]));
+    assert!(!accepts(&g, &["<|a|>", "abc"]));
+    assert!(!accepts(&g, &["<|b|>"]));
+}
+
+/// The property above skips random tags that do not compile; most must compile, else it
+/// would check little.
+#[test]
+fn most_random_tags_compile() {
+    use proptest::strategy::ValueTree;
+    let v = token_vocab();
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = format();
+    let mut errors = Vec::new();
+    for _ in 0..200 {
+        let f = strategy.new_tree(&mut runner).unwrap().current();
+        if let Err(e) = compile(&f, &v) {
+            errors.push(format!("{f}: {e}"));
+        }
+    }
+    assert!(errors.len() <= 40, "{} of 200 do not compile:\n{}", errors.len(), errors.join("\n"));
+}
