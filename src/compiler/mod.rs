@@ -224,10 +224,8 @@ impl GrammarCompiler {
         if !self.grammars.enabled() {
             return compile();
         }
-        let options = format!(
-            "{:?}|{:?}|{}",
-            self.config.fsm, self.config.cache_mode, self.config.allow_special_token_text
-        );
+        let options =
+            format!("{:?}|{:?}|{}", self.config.fsm, self.config.cache_mode, self.config.allow_special_token_text);
         let mut all: Vec<&[u8]> = parts.to_vec();
         all.push(options.as_bytes());
         self.grammars.get_or_compile(grammar_cache::hash_parts(&all, json), compile)

@@ -106,13 +106,18 @@ fn template_errors_name_the_place() {
     assert!(p.structural_tag(&tools(), &ToolChoice::Auto, &ProtocolOptions::default()).is_err());
 }
 
+/// Every protocol lowers to a grammar whose EBNF prints and parses back to the same grammar
+/// (`cargo test protocol_grammars_print -- --nocapture` shows them).
 #[test]
-#[ignore]
-fn print_protocol_grammars() {
+fn protocol_grammars_print_and_parse_back() {
     for name in protocol_names() {
         let o = ProtocolOptions { reasoning: true, parallel_tool_calls: true };
         let tag = protocol_structural_tag(name, &tools(), &ToolChoice::Required, &o).unwrap();
         let (g, _) = structural_tag_to_grammar(&tag, &NoTokens).unwrap();
-        println!("== {name}\n{g}");
+        let text = g.to_string();
+        println!("== {name}\n{text}");
+        let back = crate::frontend::ebnf::parse_ebnf(&text, &g.rule(g.root()).name)
+            .unwrap_or_else(|e| panic!("{name}: printed grammar does not parse: {e}\n{text}"));
+        assert_eq!(back.to_string(), text, "{name}");
     }
 }
