@@ -44,6 +44,7 @@ use crate::compiled::CompiledGrammar;
 use crate::compiler::GrammarCompiler;
 use crate::error::Error;
 use crate::frontend::json_schema::JsonSchemaOptions;
+use crate::frontend::protocol::{Protocol, ProtocolError, ProtocolErrorKind, ProtocolOptions, ToolChoice};
 use crate::matcher::GrammarMatcher;
 use crate::tokenizer::TextEncoder;
 use crate::util::stats::Summary;
@@ -91,6 +92,75 @@ pub trait ToolProtocol: Send + Sync {
     fn compile(&self, compiler: &GrammarCompiler, tools: &[&Tool]) -> Result<CompiledGrammar, Error>;
     /// The text a model emits for `call` of `tool`.
     fn render_call(&self, call: &ToolCall, tool: &Tool) -> String;
+    /// Whether special-token texts in the rendered call (`<|call|>`) stand for the special
+    /// tokens (protocol formats) rather than for plain text (default: plain text).
+    fn encodes_special_tokens(&self) -> bool {
+        false
+    }
+}
+
+/// Calls in a model family's protocol format (`protocols/NAME.json`): the request grammar is
+/// [`GrammarCompiler::compile_protocol`] with the chosen tools, the rendered call is the file's
+/// `example_response` (free text or reasoning around one call).
+#[derive(Clone, Debug)]
+pub struct ProtocolCalls {
+    protocol: Protocol,
+    /// The `tool_choice` of every request.
+    pub tool_choice: ToolChoice,
+    /// Reasoning and parallel-call options of every request.
+    pub options: ProtocolOptions,
+}
+
+impl ProtocolCalls {
+    /// The protocol `name` (or alias).
+    ///
+    /// # Errors
+    /// An unknown protocol, or one whose file has no `example_response` to render calls with.
+    pub fn new(name: &str, tool_choice: ToolChoice, options: ProtocolOptions) -> Result<Self, Error> {
+        let protocol = Protocol::by_name(name)?;
+        if protocol.example_response("", "").is_none() {
+            return Err(Error::Protocol(ProtocolError::new(ProtocolErrorKind::Template(format!(
+                "{}.json has no `example_response`: toolbench cannot render its calls",
+                protocol.name
+            )))));
+        }
+        Ok(ProtocolCalls { protocol, tool_choice, options })
+    }
+}
+
+impl ToolProtocol for ProtocolCalls {
+    fn name(&self) -> &str {
+        &self.protocol.name
+    }
+    fn compile(&self, compiler: &GrammarCompiler, tools: &[&Tool]) -> Result<CompiledGrammar, Error> {
+        // Pools may hold several tools of one name (other schemas): a protocol names each
+        // function once, so such tools become one function whose arguments follow any of them.
+        let mut by_name: Vec<(&str, Vec<&Value>)> = Vec::new();
+        for t in tools {
+            match by_name.iter_mut().find(|(n, _)| *n == t.name) {
+                Some((_, schemas)) => schemas.push(&t.parameters),
+                None => by_name.push((&t.name, vec![&t.parameters])),
+            }
+        }
+        let tools: Vec<Value> = by_name
+            .into_iter()
+            .map(|(name, schemas)| {
+                let parameters = match schemas.as_slice() {
+                    [one] => (*one).clone(),
+                    many => json!({ "anyOf": many }),
+                };
+                json!({"type": "function", "function": {"name": name, "parameters": parameters}})
+            })
+            .collect();
+        compiler.compile_protocol(&self.protocol.name, &tools, &self.tool_choice, &self.options)
+    }
+    fn render_call(&self, call: &ToolCall, tool: &Tool) -> String {
+        let args = order_like_schema(&call.arguments, &tool.parameters).to_string();
+        self.protocol.example_response(&call.name, &args).expect("checked in ProtocolCalls::new")
+    }
+    fn encodes_special_tokens(&self) -> bool {
+        true
+    }
 }
 
 /// Plain JSON calls: `{"name": NAME, "arguments": ARGS}`, `anyOf` over the tools, arguments
@@ -432,7 +502,9 @@ pub fn run_setting(
             .find(|t| t.name == req.call.call.name && req.call.tool_ids.contains(&t.id))
             .expect("requests are drawn with the call's tool");
         let text = protocol.render_call(&req.call.call, tool);
-        let ids = encoder.encode_for_matching(&text).map_err(|e| format!("{}: {e}", req.call.case))?;
+        let ids =
+            if protocol.encodes_special_tokens() { encoder.encode(&text) } else { encoder.encode_for_matching(&text) }
+                .map_err(|e| format!("{}: {e}", req.call.case))?;
         let mut ok = true;
         for (i, &id) in ids.iter().enumerate() {
             if i > 0 && config.masks {

@@ -21,3 +21,4 @@ mod schema_properties;
 mod structural_tag;
 mod tokenizer;
 mod tokens;
+mod toolbench;

@@ -8,8 +8,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use maskforge::cache::MaskCacheMode;
+use maskforge::frontend::protocol::{ProtocolOptions, ToolChoice};
 use maskforge::tokenizer::load_tokenizer;
-use maskforge::toolbench::{load_tools, load_valid_calls, run_setting, PlainJson, Setting, ToolBenchConfig};
+use maskforge::toolbench::{
+    load_tools, load_valid_calls, run_setting, PlainJson, ProtocolCalls, Setting, ToolBenchConfig, ToolProtocol,
+};
 use maskforge::{CompilerConfig, GrammarCompiler};
 
 #[derive(clap::Args)]
@@ -51,6 +54,14 @@ pub struct ToolbenchArgs {
     /// Only the first mask per request (no per-step masks): faster, for long runs.
     #[arg(long)]
     first_mask_only: bool,
+    /// Calls in this model family's protocol format (`protocols/NAME.json`, e.g. `llama`,
+    /// `harmony`) instead of plain JSON `{"name": ..., "arguments": ...}`; use the family's
+    /// tokenizer.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// With `--protocol`: whether responses start with reasoning (`on`/`off`).
+    #[arg(long, default_value = "on")]
+    reasoning: String,
     /// Write a JSON array with one object per setting here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -83,7 +94,18 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
         tools.truncate(args.pool_tools);
     }
     let calls = load_valid_calls(&args.tools)?;
-    let protocol = PlainJson::default();
+    let protocol: Box<dyn ToolProtocol> = match &args.protocol {
+        None => Box::new(PlainJson::default()),
+        Some(name) => {
+            let reasoning = match args.reasoning.as_str() {
+                "on" => true,
+                "off" => false,
+                other => return Err(format!("--reasoning {other}: expected `on` or `off`")),
+            };
+            let options = ProtocolOptions { reasoning, parallel_tool_calls: true };
+            Box::new(ProtocolCalls::new(name, ToolChoice::Auto, options).map_err(|e| e.to_string())?)
+        }
+    };
     let config = CompilerConfig::default()
         .cache_mode(mode)
         .precompute_budget(args.precompute_ms.map(|ms| Duration::from_secs_f64(ms / 1e3)))
@@ -118,7 +140,7 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
                 seed: args.seed,
                 masks: !args.first_mask_only,
             };
-            let r = run_setting(&compiler, &encoder, &protocol, &tools, &calls, &bench)?;
+            let r = run_setting(&compiler, &encoder, protocol.as_ref(), &tools, &calls, &bench)?;
             println!(
                 "{:>5} {:>8} {:>5} | {:>5.1}% {:>5.1}% | {:>9.0} {:>9.0} {:>9.0} | {:>9.0} {:>9.0} | {:>7.1} {:>7.1} {:>8.0} | {:>4}/{:<4} | {:>6.1}",
                 n,

@@ -124,6 +124,9 @@ pub struct Protocol {
     /// One line on the format.
     pub description: String,
     template: Value,
+    /// A typical response holding one call, with `${name}` and `${arguments}` placeholders
+    /// (the file's optional `example_response`), for benchmarks and examples.
+    example_response: Option<String>,
 }
 
 impl Protocol {
@@ -140,7 +143,19 @@ impl Protocol {
         };
         let description = v.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
         let template = v.get("template").cloned().ok_or_else(|| bad("missing `template`".into()))?;
-        Ok(Protocol { name: name.to_string(), aliases, description, template })
+        let example_response = match v.get("example_response") {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(bad("`example_response` must be a string".into())),
+        };
+        Ok(Protocol { name: name.to_string(), aliases, description, template, example_response })
+    }
+
+    /// A typical response of this format holding one call of `tool` with `arguments` (compact
+    /// JSON text), from the file's `example_response` template; `None` when the file has none.
+    pub fn example_response(&self, tool: &str, arguments: &str) -> Option<String> {
+        let t = self.example_response.as_ref()?;
+        Some(t.replace("${name}", tool).replace("${arguments}", arguments))
     }
 
     /// The protocol named `name` (or with that alias).

@@ -93,12 +93,21 @@ fn allowed_tools_parse() {
 }
 
 #[test]
+fn example_responses_fill_name_and_arguments() {
+    let p = Protocol::by_name("llama").unwrap();
+    let text = p.example_response("get_time", r#"{"timezone":"UTC"}"#).unwrap();
+    assert!(text.ends_with(r#"{"name": "get_time", "parameters": {"timezone":"UTC"}}"#), "{text}");
+    assert!(Protocol::by_name("kimi").unwrap().example_response("f", "{}").is_none());
+}
+
+#[test]
 fn template_errors_name_the_place() {
     let p = Protocol {
         name: "t".into(),
         aliases: vec![],
         description: String::new(),
         template: json!({"type": "const_string", "value": {"$if": "sunny", "then": "x"}}),
+        example_response: None,
     };
     let e = p.structural_tag(&tools(), &ToolChoice::Auto, &ProtocolOptions::default()).unwrap_err();
     assert!(e.to_string().contains("t.json/template/value") && e.to_string().contains("sunny"), "{e}");

@@ -1,0 +1,51 @@
+//! `maskforge::toolbench` end to end: requests of real tools (the corpus pool) in plain JSON and
+//! in protocol formats, each valid ground-truth call accepted token by token with a mask before
+//! every token, with the family's real tokenizer.
+
+use maskforge::frontend::protocol::{ProtocolOptions, ToolChoice};
+use maskforge::toolbench::{
+    load_tools, load_valid_calls, run_setting, PlainJson, ProtocolCalls, Setting, ToolBenchConfig, ToolProtocol,
+};
+use maskforge::{CompilerConfig, GrammarCompiler};
+
+use crate::support::fixtures::{corpus_dir, load};
+
+fn run(tokenizer: &str, protocol: &dyn ToolProtocol, setting: Setting) -> maskforge::toolbench::SettingReport {
+    let dir = corpus_dir().join("tools");
+    let tools = load_tools(&dir).expect("the corpus tool pool (scripts/fetch-corpus)");
+    let calls = load_valid_calls(&dir).expect("the corpus ground-truth calls");
+    let (vocab, encoder) = load(tokenizer);
+    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
+    let config = ToolBenchConfig { tools_per_request: 4, setting, requests: 4, seed: 11, masks: true };
+    run_setting(&compiler, encoder, protocol, &tools, &calls, &config).expect("toolbench runs")
+}
+
+#[test]
+fn plain_json_calls_are_accepted_and_static_requests_reuse_the_grammar() {
+    let r = run("llama3", &PlainJson::default(), Setting::Static);
+    assert_eq!(r.requests, 4);
+    // Strict mode may reject a ground-truth call with undeclared arguments; those are listed.
+    assert_eq!(r.valid_calls_accepted + r.rejected.len(), r.valid_calls_total, "{:?}", r.rejected);
+    assert!(r.valid_calls_accepted >= 3, "{:?}", r.rejected);
+    assert!(r.structure_reuse_rate > 0.5, "static requests after the first are grammar-cache lookups");
+}
+
+#[test]
+fn protocol_calls_are_accepted_with_the_family_tokenizer() {
+    for (name, tokenizer) in [("llama", "llama3"), ("harmony", "gptoss")] {
+        let options = ProtocolOptions { reasoning: true, parallel_tool_calls: true };
+        let protocol = ProtocolCalls::new(name, ToolChoice::Auto, options).unwrap();
+        let r = run(tokenizer, &protocol, Setting::Dynamic);
+        assert_eq!(r.protocol, name);
+        assert_eq!(r.valid_calls_accepted + r.rejected.len(), r.valid_calls_total, "{name}: {:?}", r.rejected);
+        assert!(r.valid_calls_accepted >= 3, "{name}: {:?}", r.rejected);
+    }
+}
+
+#[test]
+fn a_protocol_without_an_example_response_is_a_clear_error() {
+    let e = ProtocolCalls::new("kimi", ToolChoice::Auto, ProtocolOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("example_response"), "{e}");
+    let e = ProtocolCalls::new("no_such_family", ToolChoice::Auto, ProtocolOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("harmony"), "the error lists the known protocols: {e}");
+}
