@@ -2,32 +2,16 @@
 //! with masks equal to the oracle's at every step of random walks, and a few exact
 //! acceptance checks of the semantics (end detection, triggered tags, token formats).
 
-use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
+use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use crate::support::small_vocab::{token_vocab, SPECIAL_A, SPECIAL_B};
+use crate::support::oracle_check::checked_mask;
+use crate::support::small_vocab::{id, token_vocab, SPECIAL_A, SPECIAL_B};
 
 fn compile(format: &Value, vocab: &Vocabulary) -> Result<CompiledGrammar, maskforge::Error> {
     GrammarCompiler::new(vocab.clone(), CompilerConfig::default())
         .compile_structural_tag(&json!({"type": "structural_tag", "format": format}))
-}
-
-/// The cached mask, asserted equal to the oracle's and to what accept_token does.
-fn checked_mask(m: &mut GrammarMatcher) -> Result<TokenBitmask, TestCaseError> {
-    let n = m.grammar().vocabulary().vocab_size();
-    let (mut cached, mut exact) = (TokenBitmask::new(n), TokenBitmask::new(n));
-    m.fill_next_token_bitmask(cached.as_words_mut());
-    m.fill_next_token_bitmask_exact(exact.as_words_mut()).unwrap();
-    prop_assert_eq!(&cached, &exact, "cached vs oracle after {} tokens", m.num_accepted_tokens());
-    for t in 0..n as u32 {
-        let ok = m.accept_token(t);
-        prop_assert_eq!(ok, cached.get(t as usize), "token {} vs mask", t);
-        if ok {
-            m.rollback(1).unwrap();
-        }
-    }
-    Ok(cached)
 }
 
 fn word() -> impl Strategy<Value = String> {
@@ -97,10 +81,6 @@ proptest! {
         }
         checked_mask(&mut m)?;
     }
-}
-
-fn id(vocab: &Vocabulary, text: &str) -> u32 {
-    vocab.sorted_token_ids().iter().copied().find(|&i| vocab.token_bytes(i) == text.as_bytes()).unwrap()
 }
 
 /// Whether `tokens` (texts of [`token_vocab`], or `<|a|>` / `<|b|>`) are accepted and can end.

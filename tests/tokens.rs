@@ -9,35 +9,14 @@ use maskforge::{
 };
 use proptest::prelude::*;
 
-use crate::support::small_vocab::{token_vocab, BYTE_FF, FAKE_SENTINEL, SPECIAL_A, SPECIAL_B, STOP};
+use crate::support::oracle_check::checked_mask;
+use crate::support::small_vocab::{id, token_vocab, BYTE_FF, FAKE_SENTINEL, SPECIAL_A, SPECIAL_B, STOP};
 
 fn compile(ebnf: &str, vocab: &Vocabulary) -> CompiledGrammar {
     GrammarCompiler::new(vocab.clone(), CompilerConfig::default()).compile_grammar(ebnf).unwrap()
 }
 
 /// The id of a string over {a, b, c} of length 1 to 3, or `<t>`, in [`token_vocab`].
-fn id(vocab: &Vocabulary, text: &str) -> u32 {
-    vocab.sorted_token_ids().iter().copied().find(|&i| vocab.token_bytes(i) == text.as_bytes()).unwrap()
-}
-
-/// The cached mask, asserted equal to the oracle's.
-fn checked_mask(m: &mut GrammarMatcher) -> Result<TokenBitmask, TestCaseError> {
-    let n = m.grammar().vocabulary().vocab_size();
-    let (mut cached, mut exact) = (TokenBitmask::new(n), TokenBitmask::new(n));
-    m.fill_next_token_bitmask(cached.as_words_mut());
-    m.fill_next_token_bitmask_exact(exact.as_words_mut()).unwrap();
-    prop_assert_eq!(&cached, &exact, "cached vs oracle after {} tokens", m.num_accepted_tokens());
-    // The mask is what accept_token does.
-    for t in 0..n as u32 {
-        let ok = m.accept_token(t);
-        prop_assert_eq!(ok, cached.get(t as usize), "token {} vs mask", t);
-        if ok {
-            m.rollback(1).unwrap();
-        }
-    }
-    Ok(cached)
-}
-
 fn allowed(m: &mut GrammarMatcher) -> Vec<u32> {
     checked_mask(m).unwrap().allowed_ids().map(|i| i as u32).collect()
 }

@@ -3,5 +3,6 @@
 pub mod fixtures;
 pub mod gen;
 pub mod json_text;
+pub mod oracle_check;
 pub mod reference;
 pub mod small_vocab;

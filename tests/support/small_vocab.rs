@@ -68,3 +68,8 @@ pub fn token_vocab() -> Vocabulary {
         .build()
         .unwrap()
 }
+
+/// The id of the normal token whose bytes are `text` (panics when there is none).
+pub fn id(vocab: &Vocabulary, text: &str) -> u32 {
+    vocab.sorted_token_ids().iter().copied().find(|&i| vocab.token_bytes(i) == text.as_bytes()).unwrap()
+}
