@@ -234,6 +234,62 @@ fn strings() {
     run_cases(&cases, &spec());
 }
 
+/// Whether `schema` compiles with an empty coverage report (every keyword enforced).
+fn is_exact(schema: &Value) -> bool {
+    let g = compiler("llama3").compile_json_schema(schema, &spec()).unwrap();
+    g.json_schema_report().unwrap().is_exact()
+}
+
+#[test]
+fn length_bounds_with_pattern_or_format() {
+    let cases = [
+        case(
+            "anchored pattern and both bounds",
+            json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4}),
+            vec![json!("ab"), json!("abcd")],
+            vec!["\"a\"", "\"abcde\"", "\"aB\"", "\"\""],
+        ),
+        case(
+            "search pattern and maxLength",
+            json!({"type": "string", "pattern": "[0-9]{2}", "maxLength": 4}),
+            vec![json!("12"), json!("a12b"), json!("é\n99")],
+            vec!["\"a12bc\"", "\"1a2\"", "\"123456\""],
+        ),
+        case(
+            "search pattern and minLength, escapes counted as one character",
+            json!({"type": "string", "pattern": "x", "minLength": 3}),
+            vec![json!("x\"\n"), json!("abx"), json!("xxxxxxxx")],
+            vec!["\"xx\"", "\"x\\n\"", "\"abc\""],
+        ),
+        case(
+            "alternation of lengths",
+            json!({"type": "string", "pattern": "^(ab|abcdef|a+)$", "minLength": 3, "maxLength": 5}),
+            vec![json!("aaa"), json!("aaaaa")],
+            vec!["\"ab\"", "\"abcdef\"", "\"aaaaaa\"", "\"aa\""],
+        ),
+        case(
+            "format and maxLength",
+            json!({"type": "string", "format": "ipv4", "maxLength": 8}),
+            vec![json!("10.0.0.1"), json!("1.2.3.4")],
+            vec!["\"10.0.0.10\"", "\"1.2.3\""],
+        ),
+        case(
+            "bounds exclude every match",
+            json!({"anyOf": [{"type": "string", "pattern": "^a{5}$", "maxLength": 3}, {"type": "integer"}]}),
+            vec![json!(1)],
+            vec!["\"aaaaa\"", "\"aaa\""],
+        ),
+    ];
+    run_cases(&cases, &spec());
+    for c in &cases {
+        assert!(is_exact(&c.schema), "{}: reported as relaxed", c.name);
+    }
+    // A pattern whose automaton is too large with the counter stays reported.
+    let huge = json!({"type": "string", "pattern": "[ab]*a[ab]{20}", "maxLength": 1000});
+    let g = compiler("llama3").compile_json_schema(&huge, &spec()).unwrap();
+    assert_eq!(g.json_schema_report().unwrap().relaxed_keywords(), vec!["maxLength"]);
+}
+
 #[test]
 fn numbers() {
     let cases = [

@@ -177,6 +177,11 @@ impl<'a> Lowerer<'a> {
         id
     }
 
+    /// How many more rules the limits allow.
+    pub(super) fn rules_left(&self) -> usize {
+        self.opts.limits.max_rules.saturating_sub(self.names.len())
+    }
+
     /// Defines a rule created with [`Lowerer::new_rule`].
     pub(super) fn define(&mut self, id: RuleId, body: Expr) {
         self.bodies[id.index()] = Some(body);

@@ -30,6 +30,8 @@
 //!   `unevaluatedItems`;
 //! * `string.rs`: string content as JSON characters (escapes allowed), `minLength`/`maxLength`
 //!   in code points, `pattern` (via [`crate::frontend::regex`]), `format` (`format.rs`);
+//!   `length.rs`: a length bound together with a pattern, as the product of the pattern's
+//!   code-point DFA with a counter;
 //! * `number.rs`: `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum` enforced exactly
 //!   by digit-level grammars for integers of any size and for decimals, `multipleOf` for
 //!   integers (and powers of ten for decimals);
@@ -66,6 +68,7 @@
 
 mod array;
 mod format;
+mod length;
 mod lower;
 mod merge;
 mod number;
