@@ -291,6 +291,46 @@ fn length_bounds_with_pattern_or_format() {
 }
 
 #[test]
+fn property_counts_with_optional_properties() {
+    let cases = [
+        case(
+            "optional declared properties, no additional",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+                   "required": ["a"], "additionalProperties": false, "minProperties": 2, "maxProperties": 2}),
+            vec![json!({"a": 1, "b": 2}), json!({"a": 1, "c": 3})],
+            vec!["{\"a\": 1}", "{\"a\": 1, \"b\": 2, \"c\": 3}", "{}"],
+        ),
+        case(
+            "additional properties count",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "maxProperties": 3}),
+            vec![json!({"a": 1, "x": true}), json!({"x": 1, "y": 2}), json!({"x": 1, "a": 2, "y": null})],
+            vec!["{\"a\": 1}", "{\"x\": 1}", "{}", "{\"x\": 1, \"y\": 2, \"z\": 3, \"a\": 4}"],
+        ),
+        case(
+            "minProperties only, required below it",
+            json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["b"],
+                   "minProperties": 2}),
+            vec![json!({"a": "x", "b": "y"}), json!({"b": "y", "z": 0}), json!({"b": "y", "z": 0, "w": 1})],
+            vec!["{\"b\": \"y\"}", "{\"a\": \"x\"}"],
+        ),
+    ];
+    run_cases(&cases, &spec());
+    // Declared order too (strict mode off so that additional properties may appear).
+    let declared = JsonSchemaOptions { strict_mode: false, ..JsonSchemaOptions::default() };
+    run_cases(&cases[..2], &declared);
+    for c in &cases {
+        assert!(is_exact(&c.schema), "{}: reported as relaxed", c.name);
+    }
+    let g = compiler("llama3").compile_json_schema(&cases[1].schema, &declared).unwrap();
+    assert!(g.json_schema_report().unwrap().is_exact());
+    assert!(!accepts(&g, "llama3", r#"{"x": 1, "y": 2, "a": 3, "z": 4}"#));
+    // A count too large to track stays reported.
+    let big = json!({"type": "object", "minProperties": 2, "maxProperties": 100000, "properties": {"a": {}}});
+    let g = compiler("llama3").compile_json_schema(&big, &spec()).unwrap();
+    assert_eq!(g.json_schema_report().unwrap().relaxed_keywords(), vec!["maxProperties", "minProperties"]);
+}
+
+#[test]
 fn numbers() {
     let cases = [
         case(

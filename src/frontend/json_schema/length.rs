@@ -11,6 +11,7 @@
 
 use std::collections::hash_map::Entry;
 
+use super::counter::Counter;
 use super::lower::{choice, Lowerer};
 use super::string::json_char;
 use super::SchemaError;
@@ -33,14 +34,8 @@ impl Lowerer<'_> {
         min: u32,
         max: Option<u32>,
     ) -> Result<Option<Expr>, SchemaError> {
-        let cap = max.unwrap_or(min);
-        let step = |c: u32| -> Option<u32> {
-            match max {
-                Some(m) if c >= m => None,
-                Some(_) => Some(c + 1),
-                None => Some((c + 1).min(cap)),
-            }
-        };
+        let counter = Counter { min, max };
+        let step = |c: u32| counter.step(c);
         // Reachable product states, breadth first.
         let mut index: FastMap<(usize, u32), usize> = FastMap::default();
         let mut states = vec![(0usize, 0u32)];

@@ -67,12 +67,14 @@
 //! ([`JsonSchemaLimits`]).
 
 mod array;
+mod counter;
 mod format;
 mod length;
 mod lower;
 mod merge;
 mod number;
 mod object;
+mod object_count;
 mod string;
 mod validate;
 mod value;
