@@ -331,6 +331,48 @@ fn property_counts_with_optional_properties() {
 }
 
 #[test]
+fn not_over_values_and_required() {
+    let cases = [
+        case(
+            "not const string",
+            json!({"type": "string", "not": {"const": "é"}}),
+            vec![json!("e"), json!("éé"), json!("")],
+            vec!["\"é\"", "\"\\u00e9\"", "\"\\u00E9\""],
+        ),
+        case(
+            "not enum of mixed scalars",
+            json!({"not": {"enum": ["a", 1, null, true]}}),
+            vec![json!("b"), json!(2), json!(1.5), json!(false), json!([1]), json!({"a": 1})],
+            vec!["\"a\"", "1", "1.0", "1e0", "null", "true"],
+        ),
+        case(
+            "not enum of integers within bounds",
+            json!({"type": "integer", "minimum": 0, "maximum": 10, "not": {"enum": [0, 5, 10, 20]}}),
+            vec![json!(1), json!(4), json!(6), json!(9)],
+            vec!["0", "5", "10", "11", "-1"],
+        ),
+        case(
+            "not const number with decimals",
+            json!({"type": "number", "not": {"const": 2.5}}),
+            vec![json!(2.25), json!(-2.5), json!(3)],
+            vec!["2.5", "2.50", "25e-1"],
+        ),
+        case(
+            "not required with several names",
+            json!({"type": "object", "properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}}),
+            vec![json!({}), json!({"a": 1}), json!({"b": 2})],
+            vec!["{\"a\": 1, \"b\": 2}", "{\"b\": 2, \"a\": 1}"],
+        ),
+    ];
+    run_cases(&cases, &spec());
+    for c in &cases {
+        assert!(is_exact(&c.schema), "{}: reported as relaxed", c.name);
+    }
+    // Objects among the excluded values stay reported.
+    assert!(!is_exact(&json!({"not": {"enum": [{"a": 1}]}})));
+}
+
+#[test]
 fn numbers() {
     let cases = [
         case(

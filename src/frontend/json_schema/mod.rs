@@ -72,6 +72,7 @@ mod format;
 mod length;
 mod lower;
 mod merge;
+mod negation;
 mod number;
 mod object;
 mod object_count;
