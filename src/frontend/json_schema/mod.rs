@@ -26,8 +26,8 @@
 //!   `propertyNames`, `minProperties`/`maxProperties`, `dependentRequired`,
 //!   `dependentSchemas`, `unevaluatedProperties`;
 //! * `array.rs`: `items`, `prefixItems`, `additionalItems`, `minItems`/`maxItems` (kept as
-//!   repetitions, never unrolled), `contains`/`minContains`/`maxContains`, `uniqueItems`,
-//!   `unevaluatedItems`;
+//!   repetitions, never unrolled), `contains`/`minContains`/`maxContains`, `uniqueItems`
+//!   (`unique.rs`: exact over a few enumerated item values), `unevaluatedItems`;
 //! * `string.rs`: string content as JSON characters (escapes allowed), `minLength`/`maxLength`
 //!   in code points, `pattern` (via [`crate::frontend::regex`]), `format` (`format.rs`);
 //!   `length.rs`: a length bound together with a pattern, as the product of the pattern's
@@ -77,6 +77,7 @@ mod number;
 mod object;
 mod object_count;
 mod string;
+mod unique;
 mod validate;
 mod value;
 
