@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::compiler::GrammarCompiler;
-use crate::frontend::json_schema::JsonSchemaOptions;
+use crate::frontend::json_schema::{JsonSchemaOptions, SchemaErrorKind};
 use crate::matcher::GrammarMatcher;
 use crate::tokenizer::TextEncoder;
 use crate::util::stats::Summary;
@@ -69,7 +69,8 @@ pub enum Outcome {
     ValidationError,
     /// The time limit was reached.
     Timeout,
-    /// The schema did not compile.
+    /// The schema did not compile (an unsatisfiable schema is `Passing` when no test instance
+    /// is valid, and `ValidationError` otherwise).
     CompileError,
 }
 
@@ -178,7 +179,17 @@ pub fn run_file(
     let grammar = match compiler.compile_json_schema(schema, &config.options) {
         Ok(g) => g,
         Err(e) => {
-            result.outcome = Outcome::CompileError;
+            // An unsatisfiable schema is a correct verdict, not a failure, when no test
+            // instance is valid: the empty language rejects every instance, as it should.
+            let unsatisfiable =
+                matches!(&e, crate::Error::Schema(s) if matches!(s.kind(), SchemaErrorKind::Unsatisfiable(_)));
+            let tests = file.get("tests").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+            let any_valid = tests.iter().any(|t| t.get("valid").and_then(Value::as_bool).unwrap_or(true));
+            result.outcome = match (unsatisfiable, any_valid) {
+                (true, false) => Outcome::Passing,
+                (true, true) => Outcome::ValidationError,
+                (false, _) => Outcome::CompileError,
+            };
             result.error = Some(e.to_string());
             return result;
         }

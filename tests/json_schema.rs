@@ -234,6 +234,174 @@ fn strings() {
     run_cases(&cases, &spec());
 }
 
+/// Whether `schema` compiles with an empty coverage report (every keyword enforced).
+fn is_exact(schema: &Value) -> bool {
+    let g = compiler("llama3").compile_json_schema(schema, &spec()).unwrap();
+    g.json_schema_report().unwrap().is_exact()
+}
+
+#[test]
+fn length_bounds_with_pattern_or_format() {
+    let cases = [
+        case(
+            "anchored pattern and both bounds",
+            json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4}),
+            vec![json!("ab"), json!("abcd")],
+            vec!["\"a\"", "\"abcde\"", "\"aB\"", "\"\""],
+        ),
+        case(
+            "search pattern and maxLength",
+            json!({"type": "string", "pattern": "[0-9]{2}", "maxLength": 4}),
+            vec![json!("12"), json!("a12b"), json!("é\n99")],
+            vec!["\"a12bc\"", "\"1a2\"", "\"123456\""],
+        ),
+        case(
+            "search pattern and minLength, escapes counted as one character",
+            json!({"type": "string", "pattern": "x", "minLength": 3}),
+            vec![json!("x\"\n"), json!("abx"), json!("xxxxxxxx")],
+            vec!["\"xx\"", "\"x\\n\"", "\"abc\""],
+        ),
+        case(
+            "alternation of lengths",
+            json!({"type": "string", "pattern": "^(ab|abcdef|a+)$", "minLength": 3, "maxLength": 5}),
+            vec![json!("aaa"), json!("aaaaa")],
+            vec!["\"ab\"", "\"abcdef\"", "\"aaaaaa\"", "\"aa\""],
+        ),
+        case(
+            "format and maxLength",
+            json!({"type": "string", "format": "ipv4", "maxLength": 8}),
+            vec![json!("10.0.0.1"), json!("1.2.3.4")],
+            vec!["\"10.0.0.10\"", "\"1.2.3\""],
+        ),
+        case(
+            "bounds exclude every match",
+            json!({"anyOf": [{"type": "string", "pattern": "^a{5}$", "maxLength": 3}, {"type": "integer"}]}),
+            vec![json!(1)],
+            vec!["\"aaaaa\"", "\"aaa\""],
+        ),
+    ];
+    run_cases(&cases, &spec());
+    for c in &cases {
+        assert!(is_exact(&c.schema), "{}: reported as relaxed", c.name);
+    }
+    // A pattern whose automaton is too large with the counter stays reported.
+    let huge = json!({"type": "string", "pattern": "[ab]*a[ab]{20}", "maxLength": 1000});
+    let g = compiler("llama3").compile_json_schema(&huge, &spec()).unwrap();
+    assert_eq!(g.json_schema_report().unwrap().relaxed_keywords(), vec!["maxLength"]);
+}
+
+#[test]
+fn property_counts_with_optional_properties() {
+    let cases = [
+        case(
+            "optional declared properties, no additional",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+                   "required": ["a"], "additionalProperties": false, "minProperties": 2, "maxProperties": 2}),
+            vec![json!({"a": 1, "b": 2}), json!({"a": 1, "c": 3})],
+            vec!["{\"a\": 1}", "{\"a\": 1, \"b\": 2, \"c\": 3}", "{}"],
+        ),
+        case(
+            "additional properties count",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "maxProperties": 3}),
+            vec![json!({"a": 1, "x": true}), json!({"x": 1, "y": 2}), json!({"x": 1, "a": 2, "y": null})],
+            vec!["{\"a\": 1}", "{\"x\": 1}", "{}", "{\"x\": 1, \"y\": 2, \"z\": 3, \"a\": 4}"],
+        ),
+        case(
+            "minProperties only, required below it",
+            json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["b"],
+                   "minProperties": 2}),
+            vec![json!({"a": "x", "b": "y"}), json!({"b": "y", "z": 0}), json!({"b": "y", "z": 0, "w": 1})],
+            vec!["{\"b\": \"y\"}", "{\"a\": \"x\"}"],
+        ),
+    ];
+    run_cases(&cases, &spec());
+    // Declared order too (strict mode off so that additional properties may appear).
+    let declared = JsonSchemaOptions { strict_mode: false, ..JsonSchemaOptions::default() };
+    run_cases(&cases[..2], &declared);
+    for c in &cases {
+        assert!(is_exact(&c.schema), "{}: reported as relaxed", c.name);
+    }
+    let g = compiler("llama3").compile_json_schema(&cases[1].schema, &declared).unwrap();
+    assert!(g.json_schema_report().unwrap().is_exact());
+    assert!(!accepts(&g, "llama3", r#"{"x": 1, "y": 2, "a": 3, "z": 4}"#));
+    // A count too large to track stays reported.
+    let big = json!({"type": "object", "minProperties": 2, "maxProperties": 100000, "properties": {"a": {}}});
+    let g = compiler("llama3").compile_json_schema(&big, &spec()).unwrap();
+    assert_eq!(g.json_schema_report().unwrap().relaxed_keywords(), vec!["maxProperties", "minProperties"]);
+}
+
+#[test]
+fn not_over_values_and_required() {
+    let cases = [
+        case(
+            "not const string",
+            json!({"type": "string", "not": {"const": "é"}}),
+            vec![json!("e"), json!("éé"), json!("")],
+            vec!["\"é\"", "\"\\u00e9\"", "\"\\u00E9\""],
+        ),
+        case(
+            "not enum of mixed scalars",
+            json!({"not": {"enum": ["a", 1, null, true]}}),
+            vec![json!("b"), json!(2), json!(1.5), json!(false), json!([1]), json!({"a": 1})],
+            vec!["\"a\"", "1", "1.0", "1e0", "null", "true"],
+        ),
+        case(
+            "not enum of integers within bounds",
+            json!({"type": "integer", "minimum": 0, "maximum": 10, "not": {"enum": [0, 5, 10, 20]}}),
+            vec![json!(1), json!(4), json!(6), json!(9)],
+            vec!["0", "5", "10", "11", "-1"],
+        ),
+        case(
+            "not const number with decimals",
+            json!({"type": "number", "not": {"const": 2.5}}),
+            vec![json!(2.25), json!(-2.5), json!(3)],
+            vec!["2.5", "2.50", "25e-1"],
+        ),
+        case(
+            "not required with several names",
+            json!({"type": "object", "properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}}),
+            vec![json!({}), json!({"a": 1}), json!({"b": 2})],
+            vec!["{\"a\": 1, \"b\": 2}", "{\"b\": 2, \"a\": 1}"],
+        ),
+    ];
+    run_cases(&cases, &spec());
+    for c in &cases {
+        assert!(is_exact(&c.schema), "{}: reported as relaxed", c.name);
+    }
+    // Objects among the excluded values stay reported.
+    assert!(!is_exact(&json!({"not": {"enum": [{"a": 1}]}})));
+}
+
+#[test]
+fn unique_items_over_few_values() {
+    let cases = [
+        case(
+            "enum items",
+            json!({"type": "array", "items": {"enum": ["a", "b", 1]}, "uniqueItems": true}),
+            vec![json!([]), json!(["a"]), json!(["b", 1, "a"]), json!([1, "a"])],
+            vec!["[\"a\", \"a\"]", "[1, \"b\", 1]", "[1, 1.0]", "[\"c\"]"],
+        ),
+        case(
+            "booleans with a minimum",
+            json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "minItems": 2}),
+            vec![json!([true, false]), json!([false, true])],
+            vec!["[true, true]", "[true]", "[true, false, true]"],
+        ),
+        case(
+            "typed enum with maxItems",
+            json!({"type": "array", "items": {"type": "string", "enum": ["x", "y", "z", 3]}, "uniqueItems": true, "maxItems": 2}),
+            vec![json!(["x", "z"]), json!(["y"])],
+            vec!["[3]", "[\"x\", \"y\", \"z\"]", "[\"y\", \"y\"]"],
+        ),
+    ];
+    run_cases(&cases, &spec());
+    for c in &cases {
+        assert!(is_exact(&c.schema), "{}: reported as relaxed", c.name);
+    }
+    // Open item domains stay reported.
+    assert!(!is_exact(&json!({"type": "array", "items": {"type": "integer"}, "uniqueItems": true})));
+}
+
 #[test]
 fn numbers() {
     let cases = [

@@ -71,3 +71,16 @@ fn maskbench_ratchet() {
         }
     }
 }
+
+#[test]
+fn unsatisfiable_schema_verdict_depends_on_the_tests() {
+    let (vocab, encoder) = load("llama3");
+    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
+    let config = MaskBenchConfig { masks: false, ..Default::default() };
+    let schema = serde_json::json!({"type": "object", "required": ["a"], "not": {"required": ["a"]}});
+    let file = |valid: bool| serde_json::json!({"schema": schema, "tests": [{"data": {"a": 1}, "valid": valid}]});
+    assert_eq!(run_file(&compiler, encoder, "u", &file(false), &config).outcome, Outcome::Passing);
+    assert_eq!(run_file(&compiler, encoder, "u", &file(true), &config).outcome, Outcome::ValidationError);
+    let malformed = serde_json::json!({"schema": {"type": 3}, "tests": []});
+    assert_eq!(run_file(&compiler, encoder, "m", &malformed, &config).outcome, Outcome::CompileError);
+}

@@ -30,6 +30,10 @@
 //! [`MAX_GROUP_NESTING`] levels. Repetition bounds are kept in [`Expr::repeat`], never
 //! unrolled.
 
+mod dfa;
+
+pub use dfa::CodePointDfa;
+
 use crate::frontend::{Span, SyntaxError};
 use crate::grammar::{CharClass, Expr, MAX_CODE_POINT};
 

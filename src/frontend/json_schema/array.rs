@@ -34,6 +34,13 @@ impl Lowerer<'_> {
             if self.opts.strict_mode && !prefix.is_empty() { Value::Bool(false) } else { Value::Bool(true) };
         let rest_schema = m.get("items").or_else(|| m.get("unevaluatedItems")).cloned().unwrap_or(strict_rest);
 
+        let unique = m.get("uniqueItems") == Some(&Value::Bool(true));
+        if unique && prefix.is_empty() && !m.contains_key("contains") {
+            if let Some(body) = self.unique_array(&rest_schema, (min_items, max_items), level)? {
+                return Ok(body);
+            }
+        }
+
         let mut elems = Vec::with_capacity(prefix.len());
         for (i, p) in prefix.iter().enumerate() {
             let e = self.schema_value(p, &format!("{ptr}/prefixItems/{i}"), level + 1)?;

@@ -13,6 +13,8 @@
 use serde_json::{Map, Value};
 
 use super::merge::{self, ANNOTATIONS};
+use super::negation::Excluded;
+use super::string::content_not_in;
 use super::validate::{self, Verdict};
 use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
 use crate::grammar::{Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
@@ -109,6 +111,9 @@ impl Layout {
     }
 }
 
+/// The most names in `not: {required: [...]}` enforced (one object variant per name).
+const MAX_NOT_REQUIRED: usize = 4;
+
 /// Keeps memoized merge rules apart from `$ref` rules in the shared map.
 const MEMO_LEVEL_TAG: u32 = 1 << 30;
 
@@ -175,6 +180,11 @@ impl<'a> Lowerer<'a> {
         self.names.push(format!("{prefix}_{}", self.names.len()));
         self.bodies.push(None);
         id
+    }
+
+    /// How many more rules the limits allow.
+    pub(super) fn rules_left(&self) -> usize {
+        self.opts.limits.max_rules.saturating_sub(self.names.len())
     }
 
     /// Defines a rule created with [`Lowerer::new_rule`].
@@ -510,6 +520,8 @@ impl<'a> Lowerer<'a> {
         let mut types = self.types(m, ptr)?;
         // `not`: what can be subtracted exactly is; the rest is reported.
         let mut forbidden_props: Vec<String> = Vec::new();
+        let mut one_absent: Vec<String> = Vec::new();
+        let mut excluded: Option<Excluded> = None;
         if let Some(not) = m.get("not") {
             let has_enum = m.contains_key("enum") || m.contains_key("const");
             match not {
@@ -532,6 +544,19 @@ impl<'a> Lowerer<'a> {
                         }
                     } else if keys == ["required"] && n["required"].as_array().is_some_and(|a| a.len() == 1) {
                         forbidden_props.push(n["required"][0].as_str().unwrap_or_default().to_string());
+                    } else if keys == ["required"]
+                        && n["required"].as_array().is_some_and(|a| a.len() <= MAX_NOT_REQUIRED)
+                    {
+                        // At least one of the names is absent: one object variant per name.
+                        let names = n["required"].as_array().into_iter().flatten();
+                        one_absent = names.filter_map(Value::as_str).map(String::from).collect();
+                        one_absent.dedup();
+                        if one_absent.is_empty() {
+                            types.retain(|t| *t != "object");
+                        }
+                    } else if let Some(ex) = Excluded::of(n, &keys) {
+                        types.retain(|t| *t != "null" || !ex.null);
+                        excluded = Some(ex);
                     } else {
                         self.relax("not", ptr, "the negated schema is not enforced")?;
                     }
@@ -553,10 +578,44 @@ impl<'a> Lowerer<'a> {
             }
             let e = match t {
                 "null" => Expr::literal("null"),
-                "boolean" => Expr::Choice(vec![Expr::literal("true"), Expr::literal("false")]),
+                "boolean" => {
+                    let not_b = excluded.as_ref().map_or(&[][..], |x| &x.booleans[..]);
+                    let bools = [(true, "true"), (false, "false")].into_iter().filter(|(b, _)| !not_b.contains(b));
+                    choice(bools.map(|(_, text)| Expr::literal(text)).collect())
+                }
+                "object" if !one_absent.is_empty() => {
+                    let mut variants = Vec::new();
+                    for name in &one_absent {
+                        let mut forbidden = forbidden_props.clone();
+                        forbidden.push(name.clone());
+                        let body = self.object(m, ptr, level, &forbidden)?;
+                        variants.push(self.rule_for("obj", body)?);
+                    }
+                    choice(variants)
+                }
                 "object" => {
                     let body = self.object(m, ptr, level, &forbidden_props)?;
                     self.rule_for("obj", body)?
+                }
+                "string" if excluded.as_ref().is_some_and(|x| !x.strings.is_empty()) => {
+                    let names: Vec<&str> = excluded.as_ref().unwrap().strings.iter().map(String::as_str).collect();
+                    let plain = !["minLength", "maxLength", "pattern", "format"].iter().any(|k| m.contains_key(*k));
+                    let (tail, esc) = (self.content_tail(), self.escape_tail());
+                    match content_not_in(&names, &tail, &esc).filter(|_| plain) {
+                        Some(c) => Expr::Seq(vec![Expr::literal("\""), c, Expr::literal("\"")]),
+                        None => {
+                            self.relax("not", ptr, "excluded strings are not enforced next to string keywords")?;
+                            self.string(m, ptr)?
+                        }
+                    }
+                }
+                "number" | "integer" if excluded.as_ref().is_some_and(|x| !x.numbers.is_empty()) => {
+                    let ex = excluded.as_ref().unwrap();
+                    let mut parts = Vec::new();
+                    for gap in ex.gaps() {
+                        parts.push(self.number_between(m, ptr, t == "integer", gap)?);
+                    }
+                    choice(parts)
                 }
                 "array" => {
                     let body = self.array(m, ptr, level)?;

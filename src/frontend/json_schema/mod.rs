@@ -26,10 +26,12 @@
 //!   `propertyNames`, `minProperties`/`maxProperties`, `dependentRequired`,
 //!   `dependentSchemas`, `unevaluatedProperties`;
 //! * `array.rs`: `items`, `prefixItems`, `additionalItems`, `minItems`/`maxItems` (kept as
-//!   repetitions, never unrolled), `contains`/`minContains`/`maxContains`, `uniqueItems`,
-//!   `unevaluatedItems`;
+//!   repetitions, never unrolled), `contains`/`minContains`/`maxContains`, `uniqueItems`
+//!   (`unique.rs`: exact over a few enumerated item values), `unevaluatedItems`;
 //! * `string.rs`: string content as JSON characters (escapes allowed), `minLength`/`maxLength`
 //!   in code points, `pattern` (via [`crate::frontend::regex`]), `format` (`format.rs`);
+//!   `length.rs`: a length bound together with a pattern, as the product of the pattern's
+//!   code-point DFA with a counter;
 //! * `number.rs`: `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum` enforced exactly
 //!   by digit-level grammars for integers of any size and for decimals, `multipleOf` for
 //!   integers (and powers of ten for decimals);
@@ -65,12 +67,17 @@
 //! ([`JsonSchemaLimits`]).
 
 mod array;
+mod counter;
 mod format;
+mod length;
 mod lower;
 mod merge;
+mod negation;
 mod number;
 mod object;
+mod object_count;
 mod string;
+mod unique;
 mod validate;
 mod value;
 

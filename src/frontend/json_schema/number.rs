@@ -616,6 +616,18 @@ fn enumerate_multiples(lo: &Dec, hi: &Dec, k: u64) -> Option<Expr> {
 impl Lowerer<'_> {
     /// `number` (or `integer` when `integer`).
     pub(super) fn number(&mut self, m: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, SchemaError> {
+        self.number_between(m, ptr, integer, (None, None))
+    }
+
+    /// A number schema further restricted to the open interval `(after, before)` (either end
+    /// may be absent): how `not: {enum: [numbers]}` splits the number line around its values.
+    pub(super) fn number_between(
+        &mut self,
+        m: &Map<String, Value>,
+        ptr: &str,
+        integer: bool,
+        (after, before): (Option<&Value>, Option<&Value>),
+    ) -> Result<Expr, SchemaError> {
         let mut lo: Option<(Dec, bool)> = None;
         let mut hi: Option<(Dec, bool)> = None;
         let mut bound = |key: &str, v: &Value, lower: bool, excl: bool| -> Result<(), SchemaError> {
@@ -647,6 +659,12 @@ impl Lowerer<'_> {
                 None | Some(Value::Bool(_)) => {}
                 Some(v) => bound(key, v, lower, excl)?,
             }
+        }
+        if let Some(v) = after {
+            bound("not", v, true, true)?;
+        }
+        if let Some(v) = before {
+            bound("not", v, false, true)?;
         }
         // Draft 4: boolean exclusive flags modify minimum/maximum.
         if m.get("exclusiveMinimum") == Some(&Value::Bool(true)) {

@@ -11,10 +11,15 @@
 //! each at most. With [`PropertyOrder::Any`](super::PropertyOrder::Any), the states are the
 //! sets of properties written so far (up to [`MAX_ANY_ORDER`] declared properties), else the
 //! sets of required properties written so far (up to [`MAX_ANY_ORDER_REQUIRED`]).
+//!
+//! When optional or additional members let the member count cross `minProperties` or
+//! `maxProperties`, the member automaton is multiplied by a counter (`object_count.rs`).
 
 use serde_json::{Map, Value};
 
+use super::counter::Counter;
 use super::lower::{choice, is_never, never, seq, Lowerer};
+use super::object_count::MemberSets;
 use super::string::{content_not_in, literal_string};
 use super::validate::{validate, Verdict};
 use super::{PropertyOrder, SchemaError};
@@ -29,9 +34,10 @@ pub(super) const MAX_ANY_ORDER: usize = 6;
 /// The most required properties [`PropertyOrder::Any`] tracks (one rule per subset).
 pub(super) const MAX_ANY_ORDER_REQUIRED: usize = 8;
 
-struct Prop {
-    member: Expr,
-    required: bool,
+/// A declared property as a member (`"key": value`), and whether it is required.
+pub(super) struct Prop {
+    pub(super) member: Expr,
+    pub(super) required: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -249,29 +255,43 @@ impl Lowerer<'_> {
             let full = Expr::Seq(vec![self.layout.open("{", level), members, self.layout.close("}", level)]);
             return Ok(if min_p == 0 { Expr::Choice(vec![self.layout.empty("{", "}"), full]) } else { full });
         }
-        if min_p > n_required {
-            self.relax("minProperties", ptr, "minProperties beyond the required properties is not enforced")?;
-        }
-        if let Some(mx) = max_p {
-            if most.is_none_or(|most| most > mx) {
-                self.relax("maxProperties", ptr, "maxProperties is not enforced")?;
-            }
-        }
+        // A count bound that optional or additional members make necessary.
+        let min_binds = min_p > n_required;
+        let max_binds = max_p.is_some_and(|mx| most.is_none_or(|most| most > mx));
+        let clamp = |x: u64| x.min(u64::from(u32::MAX)) as u32;
+        let counter = (min_binds || max_binds).then(|| Counter { min: clamp(min_p), max: max_p.map(clamp) });
         let props: Vec<Prop> = list.into_iter().map(|(_, p)| p).collect();
         let n_req = props.iter().filter(|p| p.required).count();
-        let members = if self.opts.property_order == PropertyOrder::Any
-            && (props.len() <= MAX_ANY_ORDER || n_req <= MAX_ANY_ORDER_REQUIRED)
-        {
-            self.any_order(&props, additional.as_ref(), level)?
-        } else {
-            if self.opts.property_order == PropertyOrder::Any {
-                self.relax(
-                    "properties",
-                    ptr,
-                    format!("more than {MAX_ANY_ORDER_REQUIRED} required properties: declared order is enforced"),
-                )?;
+        let any = self.opts.property_order == PropertyOrder::Any
+            && (props.len() <= MAX_ANY_ORDER || n_req <= MAX_ANY_ORDER_REQUIRED);
+        if self.opts.property_order == PropertyOrder::Any && !any {
+            self.relax(
+                "properties",
+                ptr,
+                format!("more than {MAX_ANY_ORDER_REQUIRED} required properties: declared order is enforced"),
+            )?;
+        }
+        let counted = match counter {
+            None => None,
+            Some(counter) if any => self.any_order(&props, additional.as_ref(), level, Some(counter))?,
+            Some(counter) => self.declared_order_counted(&props, additional.as_ref(), level, counter)?,
+        };
+        let members = match counted {
+            Some(members) => members,
+            None => {
+                let why = "too many properties to count them";
+                if min_binds {
+                    self.relax("minProperties", ptr, format!("minProperties is not enforced: {why}"))?;
+                }
+                if max_binds {
+                    self.relax("maxProperties", ptr, format!("maxProperties is not enforced: {why}"))?;
+                }
+                if any {
+                    self.any_order(&props, additional.as_ref(), level, None)?.expect("uncounted members are built")
+                } else {
+                    self.declared_order(&props, additional.as_ref(), level)?
+                }
             }
-            self.declared_order(&props, additional.as_ref(), level)?
         };
         let full = seq(vec![self.layout.open("{", level), members, self.layout.close("}", level)]);
         let empty_ok = n_required == 0 && min_p == 0;
@@ -373,7 +393,15 @@ impl Lowerer<'_> {
     /// Members in any order. Up to [`MAX_ANY_ORDER`] properties, the states are the sets of
     /// properties written so far (no key twice); beyond, the sets of required properties
     /// written so far (an optional key may repeat; each occurrence is validated).
-    fn any_order(&mut self, props: &[Prop], additional: Option<&Expr>, level: u32) -> Result<Expr, SchemaError> {
+    ///
+    /// With a `counter`, the member count is enforced too (`None` when that is too large).
+    fn any_order(
+        &mut self,
+        props: &[Prop],
+        additional: Option<&Expr>,
+        level: u32,
+        counter: Option<Counter>,
+    ) -> Result<Option<Expr>, SchemaError> {
         let comma = self.layout.comma(level);
         let exact = props.len() <= MAX_ANY_ORDER;
         // The bit each property sets in the state (none for repeatable optional ones).
@@ -398,6 +426,10 @@ impl Lowerer<'_> {
                 p.member.clone()
             };
             members.push(m);
+        }
+        if let Some(counter) = counter {
+            let sets = MemberSets { members: &members, bits: &bits, required, full };
+            return self.any_order_counted(&sets, additional, level, counter);
         }
         let ids: Vec<_> = (0..=full).map(|_| self.new_rule("anyorder")).collect();
         for set in 0..=full {
@@ -427,6 +459,6 @@ impl Lowerer<'_> {
             let to = b.map_or(0, |b| 1usize << b);
             first.push(Expr::Seq(vec![m.clone(), Expr::Rule(ids[to])]));
         }
-        Ok(choice(first))
+        Ok(Some(choice(first)))
     }
 }

@@ -12,6 +12,7 @@
 use serde_json::{Map, Value};
 
 use super::format;
+use super::length::MAX_PATTERN_DFA_STATES;
 use super::lower::{choice, Lowerer};
 use super::number::fixed_range;
 use super::SchemaError;
@@ -271,6 +272,10 @@ pub(super) fn any_escape() -> Expr {
     ])
 }
 
+/// A pattern (or format) as string content: the expression, its parse and anchoring (for the
+/// product with a length bound), and the length bounds of its matches.
+type PatternContent = (Expr, Regex, Anchoring, (u32, Option<u32>));
+
 impl Lowerer<'_> {
     /// A `string` schema.
     pub(super) fn string(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<Expr, SchemaError> {
@@ -288,18 +293,19 @@ impl Lowerer<'_> {
         if max.is_some_and(|x| x < min) {
             return Ok(super::lower::never());
         }
-        let mut content: Option<(Expr, (u32, Option<u32>))> = None;
+        let mut content: Option<PatternContent> = None;
         if let Some(p) = m.get("pattern") {
             let Some(p) = p.as_str() else { return Err(Lowerer::invalid(ptr, "`pattern` must be a string")) };
             match Regex::parse(p).and_then(|re| {
                 let e = re.to_expr(p, Anchoring::Search, &mut json_char)?;
-                Ok((e, re.length_bounds()))
+                Ok((e, re))
             }) {
-                Ok((e, (lmin, lmax))) => {
+                Ok((e, re)) => {
+                    let (lmin, lmax) = re.length_bounds();
                     // A search admits any text around an unanchored match.
                     let anchored = p.starts_with('^') && p.ends_with('$') && !p.ends_with("\\$");
                     let bounds = if anchored { (lmin, lmax) } else { (lmin, None) };
-                    content = Some((e, bounds));
+                    content = Some((e, re, Anchoring::Search, bounds));
                 }
                 Err(err) => self.relax("pattern", ptr, format!("pattern not enforced: {}", err.syntax().message()))?,
             }
@@ -317,23 +323,46 @@ impl Lowerer<'_> {
                         let re = Regex::parse(fp).expect("format patterns are valid");
                         let e =
                             re.to_expr(fp, Anchoring::FullMatch, &mut json_char).expect("format patterns are anchored");
-                        content = Some((e, re.length_bounds()));
+                        let bounds = re.length_bounds();
+                        content = Some((e, re, Anchoring::FullMatch, bounds));
                     }
                 }
             }
         }
         let content = match content {
             None => Expr::repeat(any_json_char(), min, max),
-            Some((e, (lmin, lmax))) => {
-                if lmin < min {
-                    self.relax("minLength", ptr, "minLength together with pattern/format is not enforced")?;
-                }
-                if let Some(max) = max {
-                    if lmax.is_none_or(|l| l > max) {
-                        self.relax("maxLength", ptr, "maxLength together with pattern/format is not enforced")?;
+            Some((e, re, anchoring, (lmin, lmax))) => {
+                let min_binds = lmin < min;
+                let max_binds = max.is_some_and(|max| lmax.is_none_or(|l| l > max));
+                if !min_binds && !max_binds {
+                    e
+                } else {
+                    let bounded = match re.to_dfa(anchoring, MAX_PATTERN_DFA_STATES) {
+                        Some(dfa) => self.length_bounded(&dfa, min, max)?,
+                        None => None,
+                    };
+                    match bounded {
+                        Some(b) => b,
+                        None => {
+                            let why = "the pattern's automaton with the length counter is too large";
+                            if min_binds {
+                                self.relax(
+                                    "minLength",
+                                    ptr,
+                                    format!("minLength together with pattern/format is not enforced: {why}"),
+                                )?;
+                            }
+                            if max_binds {
+                                self.relax(
+                                    "maxLength",
+                                    ptr,
+                                    format!("maxLength together with pattern/format is not enforced: {why}"),
+                                )?;
+                            }
+                            e
+                        }
                     }
                 }
-                e
             }
         };
         Ok(Expr::Seq(vec![Expr::literal("\""), content, Expr::literal("\"")]))

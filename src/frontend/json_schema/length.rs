@@ -1,0 +1,89 @@
+//! `minLength`/`maxLength` together with `pattern` (or a `format` pattern): the product of
+//! the pattern's code-point DFA with a length counter, emitted as right-linear rules.
+//!
+//! A product state is (DFA state, characters read), the count saturating at `minLength` when
+//! there is no `maxLength`; a state accepts when the DFA accepts and the count is at least
+//! `minLength`. Each state becomes a rule `q_c ::= class₁ q'_(c+1) | ... | ""`, where each
+//! class is one JSON string character (raw or escaped) of the DFA transition's ranges, so the
+//! bound is counted in decoded code points like a plain `maxLength`. Only states reachable
+//! from the start are generated; dead ones are removed with the other unproductive rules when
+//! the grammar is finished. Beyond [`MAX_PRODUCT_STATES`] the caller reports a relaxation.
+
+use std::collections::hash_map::Entry;
+
+use super::counter::Counter;
+use super::lower::{choice, Lowerer};
+use super::string::json_char;
+use super::SchemaError;
+use crate::frontend::regex::CodePointDfa;
+use crate::grammar::{CharClass, Expr, RuleId};
+use crate::util::hash::FastMap;
+
+/// The most DFA states built for a pattern that meets a length bound.
+pub(super) const MAX_PATTERN_DFA_STATES: usize = 512;
+
+/// The most (DFA state, count) pairs turned into rules for one string schema.
+pub(super) const MAX_PRODUCT_STATES: usize = 8192;
+
+impl Lowerer<'_> {
+    /// String content matching `dfa` with between `min` and `max` code points, or `None` when
+    /// the product is larger than [`MAX_PRODUCT_STATES`].
+    pub(super) fn length_bounded(
+        &mut self,
+        dfa: &CodePointDfa,
+        min: u32,
+        max: Option<u32>,
+    ) -> Result<Option<Expr>, SchemaError> {
+        let counter = Counter { min, max };
+        let step = |c: u32| counter.step(c);
+        // Reachable product states, breadth first.
+        let mut index: FastMap<(usize, u32), usize> = FastMap::default();
+        let mut states = vec![(0usize, 0u32)];
+        index.insert((0, 0), 0);
+        let mut i = 0;
+        while i < states.len() {
+            let (q, c) = states[i];
+            if let Some(c2) = step(c) {
+                for &(_, t) in &dfa.transitions[q] {
+                    if let Entry::Vacant(v) = index.entry((t, c2)) {
+                        if states.len() >= MAX_PRODUCT_STATES {
+                            return Ok(None);
+                        }
+                        v.insert(states.len());
+                        states.push((t, c2));
+                    }
+                }
+            }
+            i += 1;
+        }
+        if self.rules_left() < states.len() {
+            return Ok(None);
+        }
+        let ids: Vec<RuleId> = states.iter().map(|_| self.new_rule("strlen")).collect();
+        let mut classes: FastMap<Vec<(u32, u32)>, Expr> = FastMap::default();
+        for (k, &(q, c)) in states.iter().enumerate() {
+            let mut alts = Vec::new();
+            if let Some(c2) = step(c) {
+                for (ranges, t) in &dfa.transitions[q] {
+                    let ch = match classes.get(ranges) {
+                        Some(e) => e.clone(),
+                        None => {
+                            let e = json_char(&CharClass::new(ranges.iter().copied(), false));
+                            // A class with escapes is shared as a rule rather than copied
+                            // into every counted state.
+                            let e = if matches!(e, Expr::Class(_)) { e } else { self.rule_for("strchar", e)? };
+                            classes.insert(ranges.clone(), e.clone());
+                            e
+                        }
+                    };
+                    alts.push(Expr::Seq(vec![ch, Expr::Rule(ids[index[&(*t, c2)]])]));
+                }
+            }
+            if dfa.accepting[q] && c >= min {
+                alts.push(Expr::Empty);
+            }
+            self.define(ids[k], choice(alts));
+        }
+        Ok(Some(Expr::Rule(ids[0])))
+    }
+}

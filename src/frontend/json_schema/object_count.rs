@@ -1,0 +1,139 @@
+//! `minProperties`/`maxProperties` when optional or additional properties make the member
+//! count vary: the member automaton of `object.rs` times a [`Counter`] of members written.
+//!
+//! Declared order: states (`first(i)` / `after(i)`, count) — `first(i)` is "no comma before
+//! the next member", `after(i)` is "declared property `i` may come next"; any order: states
+//! (set of properties written, count). Each state is one rule, so the size is polynomial:
+//! 2·(n+1)·(cap+1) rules in declared order, 2^k·(cap+1) in any order, and the caller reports
+//! a relaxation beyond [`MAX_COUNTED_STATES`]. Every member counts, additional ones included;
+//! in any order beyond [`super::object::MAX_ANY_ORDER`] properties an optional key may repeat
+//! and each occurrence counts (a duplicate key is already outside the exact language there).
+
+use super::counter::Counter;
+use super::lower::{choice, Lowerer};
+use super::object::Prop;
+use super::SchemaError;
+use crate::grammar::{Expr, RuleId};
+
+/// The most (automaton state, count) pairs turned into rules for one object schema.
+pub(super) const MAX_COUNTED_STATES: usize = 8192;
+
+/// The any-order member automaton of `object.rs`: members, the bit each sets in the state
+/// (`None` for a repeatable optional property), the bits of the required ones, and the set of
+/// all bits.
+#[derive(Clone, Copy)]
+pub(super) struct MemberSets<'e> {
+    pub(super) members: &'e [Expr],
+    pub(super) bits: &'e [Option<u32>],
+    pub(super) required: u32,
+    pub(super) full: u32,
+}
+
+impl Lowerer<'_> {
+    /// Members in declared order with their count in `counter` (`None`: too many states).
+    pub(super) fn declared_order_counted(
+        &mut self,
+        props: &[Prop],
+        additional: Option<&Expr>,
+        level: u32,
+        counter: Counter,
+    ) -> Result<Option<Expr>, SchemaError> {
+        let n = props.len();
+        let width = counter.cap() as usize + 1;
+        let total = 2 * (n + 1) * width;
+        if total > MAX_COUNTED_STATES || total > self.rules_left() {
+            return Ok(None);
+        }
+        let comma = self.layout.comma(level);
+        // ids[(after, i, c)]; after = 0 for first(i), 1 for after(i).
+        let ids: Vec<RuleId> = (0..total).map(|_| self.new_rule("counted")).collect();
+        let id = |after: usize, i: usize, c: u32| Expr::Rule(ids[(after * (n + 1) + i) * width + c as usize]);
+        for c in 0..width as u32 {
+            let next = counter.step(c);
+            for i in 0..=n {
+                // first(i): extras then a comma stay in first(i); member i leads to after(i+1).
+                let mut alts = Vec::new();
+                if let Some(c2) = next {
+                    if let Some(a) = additional {
+                        if i < n {
+                            alts.push(Expr::Seq(vec![a.clone(), comma.clone(), id(0, i, c2)]));
+                        } else {
+                            alts.push(Expr::Seq(vec![a.clone(), id(1, n, c2)]));
+                        }
+                    }
+                    if i < n {
+                        alts.push(Expr::Seq(vec![props[i].member.clone(), id(1, i + 1, c2)]));
+                    }
+                }
+                if i < n && !props[i].required {
+                    alts.push(id(0, i + 1, c));
+                }
+                self.define(ids[i * width + c as usize], choice(alts));
+                // after(i): a comma then an extra, or member i; or skip an optional member.
+                let mut alts = Vec::new();
+                if i == n && counter.done(c) {
+                    alts.push(Expr::Empty);
+                }
+                if let Some(c2) = next {
+                    if let Some(a) = additional {
+                        alts.push(Expr::Seq(vec![comma.clone(), a.clone(), id(1, i, c2)]));
+                    }
+                    if i < n {
+                        alts.push(Expr::Seq(vec![comma.clone(), props[i].member.clone(), id(1, i + 1, c2)]));
+                    }
+                }
+                if i < n && !props[i].required {
+                    alts.push(id(1, i + 1, c));
+                }
+                self.define(ids[((n + 1) + i) * width + c as usize], choice(alts));
+            }
+        }
+        Ok(Some(id(0, 0, 0)))
+    }
+
+    /// Members in any order with their count in `counter` (`None`: too many states).
+    pub(super) fn any_order_counted(
+        &mut self,
+        sets: &MemberSets<'_>,
+        additional: Option<&Expr>,
+        level: u32,
+        counter: Counter,
+    ) -> Result<Option<Expr>, SchemaError> {
+        let MemberSets { members, bits, required, full } = *sets;
+        let width = counter.cap() as usize + 1;
+        let sets = full as usize + 1;
+        if sets * width > MAX_COUNTED_STATES || sets * width > self.rules_left() {
+            return Ok(None);
+        }
+        let comma = self.layout.comma(level);
+        let ids: Vec<RuleId> = (0..sets * width).map(|_| self.new_rule("anyorder")).collect();
+        let id = |set: u32, c: u32| Expr::Rule(ids[set as usize * width + c as usize]);
+        // The transitions out of (set, c), each prefixed by `sep` (a comma, or nothing first).
+        let moves = |set: u32, c: u32, sep: &Expr| -> Vec<Expr> {
+            let mut alts = Vec::new();
+            let Some(c2) = counter.step(c) else { return alts };
+            if let Some(a) = additional {
+                alts.push(Expr::Seq(vec![sep.clone(), a.clone(), id(set, c2)]));
+            }
+            for (m, b) in members.iter().zip(bits) {
+                match b {
+                    Some(b) if set & (1 << b) != 0 => {}
+                    Some(b) => alts.push(Expr::Seq(vec![sep.clone(), m.clone(), id(set | 1 << b, c2)])),
+                    None => alts.push(Expr::Seq(vec![sep.clone(), m.clone(), id(set, c2)])),
+                }
+            }
+            alts
+        };
+        for set in 0..=full {
+            for c in 0..width as u32 {
+                let mut alts = Vec::new();
+                if set & required == required && counter.done(c) {
+                    alts.push(Expr::Empty);
+                }
+                alts.extend(moves(set, c, &comma));
+                self.define(ids[set as usize * width + c as usize], choice(alts));
+            }
+        }
+        Ok(Some(choice(moves(0, 0, &Expr::Empty))))
+    }
+}

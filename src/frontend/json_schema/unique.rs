@@ -1,0 +1,89 @@
+//! `uniqueItems` over a small finite item domain: when every item is one of a few values
+//! (`enum`, `const`, `boolean`, `null`), a unique array is a sequence of distinct values, and
+//! the states of its automaton are the sets of values written so far (up to
+//! [`MAX_UNIQUE_VALUES`] values: 2^k rules). The length bounds come for free: the length is
+//! the size of the set. Other item schemas are reported.
+
+use serde_json::Value;
+
+use super::lower::{choice, Lowerer};
+use super::merge::ANNOTATIONS;
+use super::validate::{json_equal, validate, Verdict};
+use super::value::value_expr;
+use super::SchemaError;
+use crate::grammar::{Expr, RuleId};
+
+/// The most distinct item values enumerated for `uniqueItems`.
+pub(super) const MAX_UNIQUE_VALUES: usize = 8;
+
+impl Lowerer<'_> {
+    /// The distinct values an item schema admits, when it only enumerates a few.
+    fn item_domain(&self, items: &Value) -> Option<Vec<Value>> {
+        let m = items.as_object()?;
+        let allowed = |k: &String| ANNOTATIONS.contains(&k.as_str()) || ["type", "enum", "const"].contains(&k.as_str());
+        if !m.keys().all(allowed) {
+            return None;
+        }
+        let candidates: Vec<Value> = match (m.get("const"), m.get("enum"), m.get("type").and_then(Value::as_str)) {
+            (Some(c), _, _) => vec![c.clone()],
+            (None, Some(Value::Array(e)), _) => e.clone(),
+            (None, None, Some("boolean")) => vec![Value::Bool(false), Value::Bool(true)],
+            (None, None, Some("null")) => vec![Value::Null],
+            _ => return None,
+        };
+        let mut out: Vec<Value> = Vec::new();
+        for v in candidates {
+            match validate(self.root, items, &v, 0) {
+                Verdict::Valid => {}
+                Verdict::Invalid => continue,
+                Verdict::Unknown(_) => return None,
+            }
+            if !out.iter().any(|x| json_equal(x, &v)) {
+                out.push(v);
+            }
+        }
+        (out.len() <= MAX_UNIQUE_VALUES).then_some(out)
+    }
+
+    /// A unique array of `items` with `min..=max` items, or `None` when the item domain is not
+    /// a few enumerated values.
+    pub(super) fn unique_array(
+        &mut self,
+        items: &Value,
+        (min, max): (u64, Option<u64>),
+        level: u32,
+    ) -> Result<Option<Expr>, SchemaError> {
+        let Some(domain) = self.item_domain(items) else { return Ok(None) };
+        let k = domain.len();
+        let values: Vec<Expr> = domain.iter().map(|v| value_expr(&self.layout, v, level + 1)).collect();
+        let comma = self.layout.comma(level);
+        let max = max.unwrap_or(k as u64).min(k as u64);
+        if max < min {
+            return Ok(Some(super::lower::never()));
+        }
+        let ids: Vec<RuleId> = (0..1usize << k).map(|_| self.new_rule("unique")).collect();
+        for set in 0..1usize << k {
+            let n = set.count_ones() as u64;
+            let mut alts = Vec::new();
+            if n >= min {
+                alts.push(Expr::Empty);
+            }
+            if n < max {
+                for (i, v) in values.iter().enumerate().filter(|(i, _)| set & 1 << i == 0) {
+                    alts.push(Expr::Seq(vec![comma.clone(), v.clone(), Expr::Rule(ids[set | 1 << i])]));
+                }
+            }
+            self.define(ids[set], choice(alts));
+        }
+        let mut alts = Vec::new();
+        if min == 0 {
+            alts.push(self.layout.empty("[", "]"));
+        }
+        if max > 0 {
+            let first: Vec<Expr> =
+                values.iter().enumerate().map(|(i, v)| Expr::Seq(vec![v.clone(), Expr::Rule(ids[1 << i])])).collect();
+            alts.push(Expr::Seq(vec![self.layout.open("[", level), choice(first), self.layout.close("]", level)]));
+        }
+        Ok(Some(choice(alts)))
+    }
+}
