@@ -116,7 +116,8 @@ fn generate(args: &GrammarArgs, seed: u64, max_tokens: usize) -> Result<ExitCode
             stopped = true;
             break;
         }
-        out.extend_from_slice(vocab.token_bytes(id));
+        // Special tokens have no bytes; show their text (`<|channel|>`) so protocol output reads.
+        out.extend_from_slice(vocab.token_text_lossy(id).as_bytes());
     }
     println!("{}", String::from_utf8_lossy(&out));
     let s = Summary::of(&mask_us);
@@ -141,10 +142,8 @@ fn check(args: &GrammarArgs, text: &str) -> Result<ExitCode, String> {
         if !matcher.accept_token(id) {
             println!(
                 "rejected at token {i} (id {id}, {:?}) after {:?}",
-                String::from_utf8_lossy(vocab.token_bytes(id)),
-                String::from_utf8_lossy(
-                    &ids[..i].iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect::<Vec<_>>()
-                )
+                vocab.token_text_lossy(id),
+                ids[..i].iter().map(|&t| vocab.token_text_lossy(t)).collect::<String>()
             );
             return Ok(ExitCode::from(1));
         }
