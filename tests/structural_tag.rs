@@ -6,7 +6,7 @@ use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use crate::support::oracle_check::checked_mask;
+use crate::support::oracle_check::checked_random_walk;
 use crate::support::small_vocab::{id, token_vocab, SPECIAL_A, SPECIAL_B};
 
 fn compile(format: &Value, vocab: &Vocabulary) -> Result<CompiledGrammar, maskforge::Error> {
@@ -70,16 +70,7 @@ proptest! {
         let v = token_vocab();
         // Some random tags describe no string at all or an invalid dispatch: skip those.
         let Ok(g) = compile(&format, &v) else { return Ok(()) };
-        let mut m = GrammarMatcher::new(&g);
-        for pick in &picks {
-            let mask = checked_mask(&mut m)?;
-            let ids: Vec<usize> = mask.allowed_ids().collect();
-            if ids.is_empty() || m.is_terminated() {
-                break;
-            }
-            prop_assert!(m.accept_token(ids[pick.index(ids.len())] as u32));
-        }
-        checked_mask(&mut m)?;
+        checked_random_walk(&g, &picks)?;
     }
 }
 

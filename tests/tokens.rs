@@ -9,7 +9,7 @@ use maskforge::{
 };
 use proptest::prelude::*;
 
-use crate::support::oracle_check::checked_mask;
+use crate::support::oracle_check::{checked_mask, checked_random_walk};
 use crate::support::small_vocab::{id, token_vocab, BYTE_FF, FAKE_SENTINEL, SPECIAL_A, SPECIAL_B, STOP};
 
 fn compile(ebnf: &str, vocab: &Vocabulary) -> CompiledGrammar {
@@ -219,16 +219,7 @@ proptest! {
     ) {
         let v = token_vocab();
         let g = compile(&ebnf, &v);
-        let mut m = GrammarMatcher::new(&g);
-        for pick in &picks {
-            let mask = checked_mask(&mut m)?;
-            let ids: Vec<usize> = mask.allowed_ids().collect();
-            if ids.is_empty() || m.is_terminated() {
-                break;
-            }
-            prop_assert!(m.accept_token(ids[pick.index(ids.len())] as u32));
-        }
-        checked_mask(&mut m)?;
+        checked_random_walk(&g, &picks)?;
     }
 
     /// The printer's output parses back to an equal grammar.

@@ -28,6 +28,24 @@ pub enum BaseAccepted {
     Bitset(Box<[u32]>),
 }
 
+impl BaseAccepted {
+    /// The accepted part of an entry whose uncertain tokens are the sorted positions
+    /// `uncertain` (rejected = not accepted and not uncertain).
+    pub fn to_mask(&self, uncertain: &[u32], vocab: &Vocabulary) -> AdaptiveTokenMask {
+        match self {
+            BaseAccepted::Accepted(v) => AdaptiveTokenMask::Accepted(v.clone()),
+            BaseAccepted::Bitset(v) => AdaptiveTokenMask::Bitset(v.clone()),
+            BaseAccepted::NotAccepted(v) => {
+                let ids = vocab.sorted_token_ids();
+                let mut unc: Vec<u32> = uncertain.iter().map(|&p| ids[p as usize]).collect();
+                unc.sort_unstable();
+                let rejected: Box<[u32]> = v.iter().copied().filter(|id| unc.binary_search(id).is_err()).collect();
+                AdaptiveTokenMask::Rejected(rejected)
+            }
+        }
+    }
+}
+
 /// The walk of one scannable state in its certain context, before the follow set is applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BaseEntry {
@@ -53,18 +71,7 @@ impl BaseEntry {
             .filter(|(_, &x)| live[x as usize])
             .map(|(&pos, _)| pos)
             .collect();
-        let accepted = match &self.accepted {
-            BaseAccepted::Accepted(v) => AdaptiveTokenMask::Accepted(v.clone()),
-            BaseAccepted::Bitset(v) => AdaptiveTokenMask::Bitset(v.clone()),
-            BaseAccepted::NotAccepted(v) => {
-                // Rejected = not accepted and not uncertain.
-                let ids = vocab.sorted_token_ids();
-                let mut unc: Vec<u32> = uncertain.iter().map(|&p| ids[p as usize]).collect();
-                unc.sort_unstable();
-                let rejected: Box<[u32]> = v.iter().copied().filter(|id| unc.binary_search(id).is_err()).collect();
-                AdaptiveTokenMask::Rejected(rejected)
-            }
-        };
+        let accepted = self.accepted.to_mask(&uncertain, vocab);
         MaskEntry { accepted, uncertain }
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::base::{BaseAccepted, BaseEntry};
-use super::{AdaptiveTokenMask, MaskEntry};
+use super::MaskEntry;
 use crate::earley::Parser;
 use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
@@ -241,7 +241,8 @@ pub(super) fn walk_positions(
     (accepted, uncertain)
 }
 
-fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseAccepted {
+/// The smallest form of a walk's accepted tokens.
+pub(super) fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseAccepted {
     let bitset_words = mask_words(vocab.vocab_size());
     let ids = vocab.sorted_token_ids();
     let not_accepted_len = ids.len() - accepted.len();
@@ -263,32 +264,5 @@ fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseAccepted {
             bits[id as usize / 32] |= 1 << (id % 32);
         }
         BaseAccepted::Bitset(bits.into_boxed_slice())
-    }
-}
-
-/// The smallest form of an entry's accepted tokens, given its uncertain positions (rejected =
-/// normal tokens neither accepted nor uncertain).
-pub(super) fn adaptive_form(vocab: &Vocabulary, mut accepted: Vec<u32>, uncertain: &[u32]) -> AdaptiveTokenMask {
-    let bitset_words = mask_words(vocab.vocab_size());
-    let ids = vocab.sorted_token_ids();
-    let rejected_len = ids.len() - accepted.len() - uncertain.len();
-    if accepted.len() <= rejected_len && accepted.len() <= bitset_words {
-        accepted.sort_unstable();
-        AdaptiveTokenMask::Accepted(accepted.into_boxed_slice())
-    } else if rejected_len <= bitset_words {
-        let mut other = vec![0u32; bitset_words];
-        for &id in accepted.iter().chain(uncertain.iter().map(|&p| &ids[p as usize])) {
-            other[id as usize / 32] |= 1 << (id % 32);
-        }
-        let mut rejected: Vec<u32> =
-            ids.iter().copied().filter(|&id| other[id as usize / 32] >> (id % 32) & 1 == 0).collect();
-        rejected.sort_unstable();
-        AdaptiveTokenMask::Rejected(rejected.into_boxed_slice())
-    } else {
-        let mut bits = vec![0u32; bitset_words];
-        for id in accepted {
-            bits[id as usize / 32] |= 1 << (id % 32);
-        }
-        AdaptiveTokenMask::Bitset(bits.into_boxed_slice())
     }
 }

@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use super::build::{adaptive_form, walk_positions};
+use super::build::{smallest_form, walk_positions};
 use super::MaskEntry;
 use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
@@ -82,7 +82,7 @@ pub(super) fn free_text_entry(
     });
     let (more, uncertain) = walk_positions(fsm, context, follow, vocab, state, &check);
     accepted.extend(more);
-    let accepted = adaptive_form(vocab, accepted, &uncertain);
+    let accepted = smallest_form(vocab, accepted).to_mask(&uncertain, vocab);
     MaskEntry { accepted, uncertain: uncertain.into_boxed_slice() }
 }
 

@@ -401,14 +401,9 @@ impl Builder<'_> {
     }
 }
 
-/// Which recursive rules stay rule references. A cycle of references must be cut somewhere,
-/// and where matters: the mask cache classifies a token that reads past the end of a rule as
-/// uncertain. Cutting at rules that begin and end with a literal (`"{" ... "}"`) makes only
-/// the tokens that continue after that closing literal uncertain (`},`), where cutting at a
-/// rule ending in a string or number would make most tokens around every value uncertain.
-/// Other recursive rules are cut by the inlining stack (a rule is never inlined into itself).
-fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
-    let refs: Vec<Vec<usize>> = grammar
+/// Per grammar rule, the indices of the rules its body references.
+fn rule_references(grammar: &Grammar) -> Vec<Vec<usize>> {
+    grammar
         .rules()
         .iter()
         .map(|r| {
@@ -416,10 +411,18 @@ fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
             r.body.for_each_rule_ref(&mut |x| v.push(x.index()));
             v
         })
-        .collect();
-    let comp = strongly_connected_components(refs.len(), |r| refs[r].clone());
+        .collect()
+}
+
+/// Which recursive rules stay rule references. A cycle of references must be cut somewhere,
+/// and where matters: the mask cache classifies a token that reads past the end of a rule as
+/// uncertain. Cutting at rules that begin and end with a literal (`"{" ... "}"`) makes only
+/// the tokens that continue after that closing literal uncertain (`},`), where cutting at a
+/// rule ending in a string or number would make most tokens around every value uncertain.
+/// Other recursive rules are cut by the inlining stack (a rule is never inlined into itself).
+fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<bool> {
     let mut comp_size = vec![0usize; refs.len()];
-    for &c in &comp {
+    for &c in comp {
         comp_size[c as usize] += 1;
     }
     grammar
@@ -454,21 +457,13 @@ fn keeps_boundary(grammar: &Grammar) -> Vec<bool> {
 /// schema, seconds of subset construction before the first mask.
 fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>) {
     let n = grammar.rules().len();
-    let keep = keeps_boundary(grammar);
+    let refs = rule_references(grammar);
+    let comp = strongly_connected_components(n, |r| refs[r].iter().copied());
+    let keep = keeps_boundary(grammar, &refs, &comp);
     let mut uses = vec![0usize; n];
     for rule in grammar.rules() {
         count_uses(&rule.body, 1, limits, &mut uses);
     }
-    let refs: Vec<Vec<usize>> = grammar
-        .rules()
-        .iter()
-        .map(|r| {
-            let mut v = Vec::new();
-            r.body.for_each_rule_ref(&mut |x| v.push(x.index()));
-            v
-        })
-        .collect();
-    let comp = strongly_connected_components(n, |r| refs[r].clone());
     // Components are numbered so that successors come first.
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&r| comp[r]);

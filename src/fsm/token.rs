@@ -14,6 +14,7 @@
 
 use super::{Fsm, GrammarFsm, IdRanges, Label, StateId};
 use crate::grammar::TokenSet;
+use crate::util::ranges::canonical;
 use crate::util::sentinel::{complement, sentinel_sequences, MAX_SENTINEL_ID, SENTINEL_DIGITS, SENTINEL_LEAD};
 
 /// The id ranges `set` stands for, within `0..=MAX_SENTINEL_ID`.
@@ -61,7 +62,7 @@ pub(super) fn token_sets(fsm: &GrammarFsm) -> Vec<(StateId, IdRanges)> {
         for e in fsm.byte_edges(s).iter().filter(|e| e.hi == SENTINEL_LEAD) {
             ranges.extend(digit_ranges(fsm, e.target, SENTINEL_DIGITS));
         }
-        out.push((s, merge(ranges).into_boxed_slice()));
+        out.push((s, canonical(ranges, u32::MAX).into_boxed_slice()));
     }
     out
 }
@@ -80,25 +81,13 @@ fn digit_ranges(fsm: &GrammarFsm, s: StateId, digits: usize) -> Vec<(u32, u32)> 
             out.push((dlo, dhi));
             continue;
         }
-        let sub = merge(digit_ranges(fsm, e.target, digits - 1));
+        let sub = canonical(digit_ranges(fsm, e.target, digits - 1), u32::MAX);
         if sub == [(0, unit - 1)] {
             out.push((dlo * unit, (dhi + 1) * unit - 1));
         } else {
             for d in dlo..=dhi {
                 out.extend(sub.iter().map(|&(a, b)| (d * unit + a, d * unit + b)));
             }
-        }
-    }
-    out
-}
-
-fn merge(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
-    ranges.sort_unstable();
-    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
-    for (lo, hi) in ranges {
-        match out.last_mut() {
-            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
-            _ => out.push((lo, hi)),
         }
     }
     out

@@ -66,18 +66,7 @@ impl CharClass {
         if !self.negated {
             return self.ranges.clone();
         }
-        let mut out = Vec::new();
-        let mut next = 0u32;
-        for &(lo, hi) in &self.ranges {
-            if lo > next {
-                out.push((next, lo - 1));
-            }
-            next = hi.saturating_add(1);
-        }
-        if next <= MAX_CODE_POINT {
-            out.push((next, MAX_CODE_POINT));
-        }
-        out
+        crate::util::ranges::complement(&self.ranges, MAX_CODE_POINT)
     }
     /// Whether the class matches no code point at all.
     pub fn is_empty(&self) -> bool {
@@ -86,25 +75,7 @@ impl CharClass {
 }
 
 fn canonical(ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
-    merge_ranges(ranges, MAX_CODE_POINT)
-}
-
-/// Sorted, disjoint, non-adjacent ranges clamped to `..=max`.
-fn merge_ranges(mut ranges: Vec<(u32, u32)>, max: u32) -> Vec<(u32, u32)> {
-    ranges.retain(|&(lo, hi)| lo <= hi);
-    for r in ranges.iter_mut() {
-        r.1 = r.1.min(max);
-    }
-    ranges.retain(|&(lo, hi)| lo <= hi);
-    ranges.sort_unstable();
-    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
-    for (lo, hi) in ranges {
-        match out.last_mut() {
-            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
-            _ => out.push((lo, hi)),
-        }
-    }
-    out
+    crate::util::ranges::canonical(ranges, MAX_CODE_POINT)
 }
 
 /// One node of a rule body.
@@ -142,7 +113,7 @@ pub struct TokenSet {
 impl TokenSet {
     /// A set from possibly unsorted, overlapping ranges; `lo > hi` ranges are dropped.
     pub fn new(ranges: impl IntoIterator<Item = (u32, u32)>, negated: bool) -> Self {
-        TokenSet { ranges: merge_ranges(ranges.into_iter().collect(), u32::MAX), negated }
+        TokenSet { ranges: crate::util::ranges::canonical(ranges.into_iter().collect(), u32::MAX), negated }
     }
     /// The set of the given ids.
     pub fn of(ids: impl IntoIterator<Item = u32>) -> Self {

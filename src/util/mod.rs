@@ -12,6 +12,7 @@
 pub mod bitset;
 pub mod byteset;
 pub mod hash;
+pub mod ranges;
 pub mod scc;
 pub mod sentinel;
 pub mod small_set;

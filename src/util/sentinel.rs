@@ -103,21 +103,7 @@ fn split(lo: u32, hi: u32, k: usize, prefix: &mut DigitSequence, out: &mut Vec<D
 
 /// The ids `0..=MAX_SENTINEL_ID` outside the sorted, disjoint `ranges`.
 pub fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    let mut next = 0u32;
-    for &(lo, hi) in ranges {
-        if lo > MAX_SENTINEL_ID {
-            break;
-        }
-        if lo > next {
-            out.push((next, lo - 1));
-        }
-        next = hi.saturating_add(1);
-    }
-    if next <= MAX_SENTINEL_ID {
-        out.push((next, MAX_SENTINEL_ID));
-    }
-    out
+    super::ranges::complement(ranges, MAX_SENTINEL_ID)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Masks checked against the exact oracle and against `accept_token`, for property tests.
 
-use maskforge::{GrammarMatcher, TokenBitmask};
+use maskforge::{CompiledGrammar, GrammarMatcher, TokenBitmask};
 use proptest::prelude::*;
 
 /// The cached mask, asserted equal to the oracle's.
@@ -19,4 +19,20 @@ pub fn checked_mask(m: &mut GrammarMatcher) -> Result<TokenBitmask, TestCaseErro
         }
     }
     Ok(cached)
+}
+
+/// A random walk through `grammar` (each step takes the allowed token `picks[i]` selects),
+/// checking every mask on the way with [`checked_mask`].
+pub fn checked_random_walk(grammar: &CompiledGrammar, picks: &[prop::sample::Index]) -> Result<(), TestCaseError> {
+    let mut m = GrammarMatcher::new(grammar);
+    for pick in picks {
+        let mask = checked_mask(&mut m)?;
+        let ids: Vec<usize> = mask.allowed_ids().collect();
+        if ids.is_empty() || m.is_terminated() {
+            break;
+        }
+        prop_assert!(m.accept_token(ids[pick.index(ids.len())] as u32));
+    }
+    checked_mask(&mut m)?;
+    Ok(())
 }
