@@ -451,8 +451,7 @@ fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<b
 /// body: a chain of small rules that each inline the next no longer multiplies into one large
 /// automaton per rule. A rule is inlined when it is not a kept boundary ([`keeps_boundary`]),
 /// its expanded size is at most [`FsmLimits::max_inline_states`], and the copies inlining
-/// makes, `(uses - 1) × size`, stay within [`FsmLimits::max_inline_duplication`] (unless the
-/// whole grammar is smaller than [`FsmLimits::max_inlined_rule_states`]). Without the
+/// makes, `(uses - 1) × size`, stay within [`FsmLimits::max_inline_duplication`]. Without the
 /// last condition, the subset rules of an any-order object (2^n rules, each referencing the
 /// members) inlined every member into every subset: 1.5 million states for one MaskBench
 /// schema, seconds of subset construction before the first mask.
@@ -468,11 +467,6 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
     // Components are numbered so that successors come first.
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&r| comp[r]);
-    // A grammar that fits in one automaton's budget cannot blow up by duplication (the
-    // any-order subsets the limit exists for are large), and its masks are faster with more
-    // inlining: the builtin JSON grammar's mask mean doubles under the duplication limit.
-    let total: usize = grammar.rules().iter().map(|r| estimate_states(&r.body)).fold(0, usize::saturating_add);
-    let small_grammar = total <= limits.max_inlined_rule_states;
     let mut full_size = vec![1usize; n];
     let mut inlinable = vec![false; n];
     let mut i = 0;
@@ -488,7 +482,7 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
             inlinable[r] = limits.max_inline_states > 0
                 && !keep[r]
                 && size <= limits.max_inline_states
-                && (small_grammar || uses[r].saturating_sub(1).saturating_mul(size) <= limits.max_inline_duplication);
+                && uses[r].saturating_sub(1).saturating_mul(size) <= limits.max_inline_duplication;
         }
         i = j;
     }
