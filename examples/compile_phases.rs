@@ -44,6 +44,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         phases[3].push(t.elapsed().as_secs_f64() * 1e6);
         states = fsm.state_len();
         rules = fsm.rules().len();
+        if std::env::var_os("RULE_SIZES").is_some() {
+            let mut per_rule = vec![0usize; rules];
+            for s in 0..states as u32 {
+                per_rule[fsm.rule_of(s) as usize] += 1;
+            }
+            let mut sizes: Vec<(usize, &str)> =
+                per_rule.iter().zip(fsm.rules()).map(|(&n, r)| (n, r.name.as_str())).collect();
+            sizes.sort_unstable_by(|a, b| b.cmp(a));
+            println!("largest rule automata: {:?}", &sizes[..sizes.len().min(12)]);
+        }
         drop((cache, hashes));
     }
     println!("{n} tools, {requests} requests; last grammar: {rules} rules, {states} states");

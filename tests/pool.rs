@@ -244,3 +244,43 @@ fn a_pool_serves_one_vocabulary() {
     assert!(matches!(err, Error::PoolVocabulary { .. }), "{err}");
     assert!(err.to_string().contains("another") || err.to_string().contains("one vocabulary"), "{err}");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Random grammars (sharing rules and sub-expressions) compiled twice through one compiler,
+    /// whose rule-automaton cache is warm from the others: every automaton equals a build
+    /// without the cache, state for state and edge for edge.
+    #[test]
+    fn rule_automata_from_a_warm_cache_equal_a_cold_build(grammars in prop::collection::vec(gen::grammar(), 1..6)) {
+        let compiler = GrammarCompiler::new(small_vocab(), CompilerConfig::default().grammar_cache_len(0));
+        for _round in 0..2 {
+            for g in &grammars {
+                let compiled = compiler.compile(g.clone()).unwrap();
+                let cold = maskforge::fsm::build_grammar_fsm(compiled.grammar(), &maskforge::fsm::FsmLimits::default()).unwrap();
+                prop_assert_eq!(&**compiled.fsm(), &cold, "{}", g);
+            }
+        }
+        prop_assert!(compiler.rule_fsm_cache_stats().hits > 0);
+    }
+}
+
+#[test]
+fn the_same_tool_in_two_requests_reuses_its_rule_automaton() {
+    let compiler = GrammarCompiler::new(json_vocab().clone(), CompilerConfig::default());
+    // A parameter object large enough to stay a rule of its own (not inlined into the request).
+    let properties: serde_json::Map<String, Value> = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+        .iter()
+        .map(|k| (k.to_string(), json!({"type": "string"})))
+        .collect();
+    let big =
+        Tool { id: "big".into(), name: "ab".into(), parameters: json!({"type": "object", "properties": properties}) };
+    let all = tools(&[(0, 3), (1, 1)]);
+    compiler.compile_json_schema(&PlainJson::schema(&[&big, &all[0]]), &JsonSchemaOptions::default()).unwrap();
+    let before = compiler.rule_fsm_cache_stats();
+    let g = compiler.compile_json_schema(&PlainJson::schema(&[&all[1], &big]), &JsonSchemaOptions::default()).unwrap();
+    let after = compiler.rule_fsm_cache_stats();
+    assert!(after.hits > before.hits, "the big tool's automaton comes from the cache: {before:?} → {after:?}");
+    assert!(after.misses > before.misses, "the new request's own rule is built: {before:?} → {after:?}");
+    accept_text(&g, r#"{"name":"ab","arguments":{"bravo":"x","echo":"y"}}"#);
+}

@@ -32,7 +32,7 @@ use crate::cache::{reachable_scannable_states, MaskCacheMode, MaskPool, PoolStat
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
 use crate::frontend::ebnf::parse_ebnf;
-use crate::fsm::{build_grammar_fsm, FsmLimits};
+use crate::fsm::{build_grammar_fsm_cached, FsmLimits, RuleFsmCache, RuleFsmCacheStats};
 use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
 
@@ -46,6 +46,9 @@ use grammar_cache::GrammarCache;
 pub const DEFAULT_POOL_BYTES: usize = 256 << 20;
 /// Default number of whole grammars a compiler keeps.
 pub const DEFAULT_GRAMMAR_CACHE_LEN: usize = 64;
+/// Default state budget of the cache of finished rule automata: 1,000,000 states (tens of
+/// megabytes; a tool's parameter object is a few hundred states).
+pub const DEFAULT_RULE_FSM_CACHE_STATES: usize = 1_000_000;
 
 /// Compilation options. Setters take and return the config by value.
 ///
@@ -62,6 +65,7 @@ pub struct CompilerConfig {
     precompute_budget: Option<Duration>,
     pool_bytes: usize,
     grammar_cache_len: usize,
+    rule_fsm_cache_states: usize,
     allow_special_token_text: bool,
 }
 
@@ -73,6 +77,7 @@ impl Default for CompilerConfig {
             precompute_budget: None,
             pool_bytes: DEFAULT_POOL_BYTES,
             grammar_cache_len: DEFAULT_GRAMMAR_CACHE_LEN,
+            rule_fsm_cache_states: DEFAULT_RULE_FSM_CACHE_STATES,
             allow_special_token_text: false,
         }
     }
@@ -137,6 +142,18 @@ impl CompilerConfig {
     pub fn get_grammar_cache_len(&self) -> usize {
         self.grammar_cache_len
     }
+    /// How many automaton states the cache of finished rule automata keeps (default
+    /// [`DEFAULT_RULE_FSM_CACHE_STATES`]; 0 turns it off). A rule whose automaton another grammar
+    /// of this compiler already built (the same tool schema in the next request) skips subset
+    /// construction and minimization; see [`RuleFsmCache`].
+    pub fn rule_fsm_cache_states(mut self, states: usize) -> Self {
+        self.rule_fsm_cache_states = states;
+        self
+    }
+    /// The rule-automaton cache budget.
+    pub fn get_rule_fsm_cache_states(&self) -> usize {
+        self.rule_fsm_cache_states
+    }
     /// Whether grammar text that spells a special token's text (`"<|channel|>"`) also accepts
     /// ordinary tokens spelling it byte by byte. Default `false`: such text matches only the
     /// special token (see the special-token policy in the [module docs](self)).
@@ -175,14 +192,24 @@ pub struct GrammarCompiler {
     config: CompilerConfig,
     pool: Option<Arc<MaskPool>>,
     grammars: Arc<GrammarCache>,
+    rule_fsms: Option<Arc<RuleFsmCache>>,
+    /// The vocabulary's special-token texts, computed once.
+    special_texts: Arc<special_tokens::SpecialTexts>,
 }
 
 impl GrammarCompiler {
     /// A compiler for `vocab` with its own pool of [`CompilerConfig::pool_bytes`].
     pub fn new(vocab: Vocabulary, config: CompilerConfig) -> Self {
         let pool = (config.pool_bytes > 0).then(|| Arc::new(MaskPool::new(&vocab, config.pool_bytes)));
+        Self::assemble(vocab, config, pool)
+    }
+
+    fn assemble(vocab: Vocabulary, config: CompilerConfig, pool: Option<Arc<MaskPool>>) -> Self {
         let grammars = Arc::new(GrammarCache::new(config.grammar_cache_len));
-        GrammarCompiler { vocab, config, pool, grammars }
+        let rule_fsms =
+            (config.rule_fsm_cache_states > 0).then(|| Arc::new(RuleFsmCache::new(config.rule_fsm_cache_states)));
+        let special_texts = Arc::new(special_tokens::SpecialTexts::new(&vocab));
+        GrammarCompiler { vocab, config, pool, grammars, rule_fsms, special_texts }
     }
 
     /// A compiler for `vocab` sharing `pool` (whose budget then applies, not the config's).
@@ -194,8 +221,7 @@ impl GrammarCompiler {
         if fingerprint != pool.vocab_fingerprint() {
             return Err(Error::PoolVocabulary { pool: pool.vocab_fingerprint(), vocab: fingerprint });
         }
-        let grammars = Arc::new(GrammarCache::new(config.grammar_cache_len));
-        Ok(GrammarCompiler { vocab, config, pool: Some(pool), grammars })
+        Ok(Self::assemble(vocab, config, Some(pool)))
     }
 
     /// The cross-grammar pool, if sharing is on.
@@ -211,6 +237,11 @@ impl GrammarCompiler {
     /// Counters of the whole-grammar cache.
     pub fn grammar_cache_stats(&self) -> GrammarCacheStats {
         self.grammars.stats()
+    }
+
+    /// Counters of the cache of finished rule automata (all zero when it is off).
+    pub fn rule_fsm_cache_stats(&self) -> RuleFsmCacheStats {
+        self.rule_fsms.as_ref().map_or_else(RuleFsmCacheStats::default, |c| c.stats())
     }
 
     /// Looks `parts` and `json` (with the options that change the product) up in the
@@ -267,9 +298,8 @@ impl GrammarCompiler {
     /// [`Error::Grammar`] when automaton limits are exceeded or a `TagDispatch` is malformed.
     pub fn compile(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
         let start = Instant::now();
-        let texts = special_tokens::SpecialTexts::new(&self.vocab);
-        let grammar = special_tokens::apply(grammar, &texts, self.config.allow_special_token_text)?;
-        let fsm = build_grammar_fsm(&grammar, &self.config.fsm)?;
+        let grammar = special_tokens::apply(grammar, &self.special_texts, self.config.allow_special_token_text)?;
+        let fsm = build_grammar_fsm_cached(&grammar, &self.config.fsm, self.rule_fsms.as_deref())?;
         let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone(), self.pool.clone());
         let k = match self.config.cache_mode {
             MaskCacheMode::Jit => 0,

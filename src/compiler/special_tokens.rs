@@ -24,6 +24,7 @@ use crate::grammar::{Expr, Grammar, GrammarError, Rule, TagDispatch, TokenSet, T
 use crate::tokenizer::Vocabulary;
 
 /// The special tokens' texts, indexed by first byte, longest first.
+#[derive(Debug)]
 pub(super) struct SpecialTexts {
     by_first: Vec<Vec<(Vec<u8>, u32)>>,
 }
@@ -72,18 +73,25 @@ pub(super) fn apply(grammar: Grammar, texts: &SpecialTexts, allow_text: bool) ->
     if texts.by_first.iter().all(Vec::is_empty) {
         return Ok(grammar);
     }
-    let mut changed = false;
-    let mut rules: Vec<Rule> = Vec::with_capacity(grammar.rules().len());
+    let mut rewritten: Vec<Option<Expr>> = Vec::with_capacity(grammar.rules().len());
     for rule in grammar.rules() {
-        let body = rewrite(&rule.body, texts, allow_text, &rule.name)?;
-        changed |= body.as_ref().is_some();
-        rules.push(Rule {
+        rewritten.push(rewrite(&rule.body, texts, allow_text, &rule.name)?);
+    }
+    // Most grammars spell no special token: keep them as they are, without copying.
+    if rewritten.iter().all(Option::is_none) {
+        return Ok(grammar);
+    }
+    let rules: Vec<Rule> = grammar
+        .rules()
+        .iter()
+        .zip(rewritten)
+        .map(|(rule, body)| Rule {
             name: rule.name.clone(),
             body: body.unwrap_or_else(|| rule.body.clone()),
             lookahead: rule.lookahead.clone(),
-        });
-    }
-    Ok(if changed { Grammar::from_parts(rules, grammar.root()) } else { grammar })
+        })
+        .collect();
+    Ok(Grammar::from_parts(rules, grammar.root()))
 }
 
 /// The rewritten `e`, or `None` when nothing changes.

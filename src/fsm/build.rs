@@ -14,6 +14,7 @@
 //!   references get no automaton of their own.
 
 use super::determinize::{determinize, merge_equal_suffixes, minimize, remove_epsilons};
+use super::rule_cache::RuleFsmCache;
 use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::hash::FastMap;
@@ -67,6 +68,8 @@ impl Default for FsmLimits {
 
 struct Builder<'a> {
     limits: &'a FsmLimits,
+    /// Finished rule automata shared with other grammars, if any.
+    cache: Option<&'a RuleFsmCache>,
     grammar: &'a Grammar,
     /// The inlining plan: estimated states of each grammar rule's body with its inlinable
     /// references expanded, and whether references to it are inlined; see [`inline_plan`].
@@ -97,10 +100,24 @@ struct Builder<'a> {
 /// # Errors
 /// [`GrammarError::TooLarge`] when the automata exceed [`FsmLimits::max_total_states`].
 pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<GrammarFsm, GrammarError> {
+    build_grammar_fsm_cached(grammar, limits, None)
+}
+
+/// [`build_grammar_fsm`], taking finished rule automata from `cache` and adding the ones it
+/// builds (see [`RuleFsmCache`]); the result is the same as without the cache.
+///
+/// # Errors
+/// As [`build_grammar_fsm`].
+pub fn build_grammar_fsm_cached(
+    grammar: &Grammar,
+    limits: &FsmLimits,
+    cache: Option<&RuleFsmCache>,
+) -> Result<GrammarFsm, GrammarError> {
     let n = grammar.rules().len();
     let (full_size, inlinable) = inline_plan(grammar, limits);
     let mut b = Builder {
         limits,
+        cache,
         grammar,
         full_size,
         inlinable,
@@ -171,6 +188,21 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
     Ok(g)
 }
 
+/// Epsilon removal, subset construction and minimization of a Thompson automaton: the
+/// expensive part of building a rule, and a function of the automaton and the two budgets alone
+/// (which is what lets [`RuleFsmCache`] key on them).
+fn finish_rule_fsm(nfa: &Fsm, max_dfa_states: usize, max_dfa_work: usize) -> Fsm {
+    // Merging equal suffixes first shrinks the copies inlining made before the two superlinear
+    // steps run.
+    let nfa = merge_equal_suffixes(&remove_epsilons(nfa));
+    let nfa_edges: usize = nfa.edges.iter().map(Vec::len).sum();
+    let work = max_dfa_work.saturating_add(nfa_edges.saturating_mul(16));
+    match determinize(&nfa, max_dfa_states, work) {
+        Some(dfa) => minimize(&merge_equal_suffixes(&dfa)),
+        None => nfa,
+    }
+}
+
 /// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
 /// start" always means "a new iteration begins" (see [`RuleKind::Counted`]). The new start keeps
 /// the old start's finality: for counted rules, finality marks where an iteration may end.
@@ -216,14 +248,12 @@ impl Builder<'_> {
             return Err(e);
         }
         nfa.finals[end as usize] = true;
-        // Merging equal suffixes first shrinks the copies inlining made before the two
-        // superlinear steps run.
-        let nfa = merge_equal_suffixes(&remove_epsilons(&nfa));
-        let nfa_edges: usize = nfa.edges.iter().map(Vec::len).sum();
-        let work = self.limits.max_dfa_work.saturating_add(nfa_edges.saturating_mul(16));
-        Ok(match determinize(&nfa, self.limits.max_dfa_states, work) {
-            Some(dfa) => minimize(&merge_equal_suffixes(&dfa)),
-            None => nfa,
+        let (max_states, max_work) = (self.limits.max_dfa_states, self.limits.max_dfa_work);
+        Ok(match self.cache {
+            Some(cache) => cache.get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| {
+                finish_rule_fsm(nfa, max_states, max_work)
+            }),
+            None => finish_rule_fsm(&nfa, max_states, max_work),
         })
     }
 

@@ -23,10 +23,12 @@ mod build;
 mod determinize;
 pub mod hash;
 pub mod lookahead;
+mod rule_cache;
 mod tag_dispatch;
 mod token;
 
-pub use build::{build_grammar_fsm, FsmLimits};
+pub use build::{build_grammar_fsm, build_grammar_fsm_cached, FsmLimits};
+pub use rule_cache::{RuleFsmCache, RuleFsmCacheStats};
 use tag_dispatch::MID_CHAR;
 
 use crate::grammar::{Grammar, RuleId};

@@ -17,7 +17,7 @@ use super::negation::Excluded;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
 use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
-use crate::grammar::{Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
+use crate::grammar::{Expr, Grammar, GrammarBuilder, GrammarLimits, Repeat, RuleId};
 use crate::util::hash::{FastMap, FastSet};
 
 /// The empty language.
@@ -212,7 +212,8 @@ impl<'a> Lowerer<'a> {
     /// builds the grammar.
     fn finish(&mut self) -> Result<Grammar, SchemaError> {
         let n = self.bodies.len();
-        let bodies: Vec<Expr> = self.bodies.iter().map(|b| b.clone().expect("every rule is defined")).collect();
+        let bodies: Vec<Expr> =
+            std::mem::take(&mut self.bodies).into_iter().map(|b| b.expect("every rule is defined")).collect();
         let mut productive = vec![false; n];
         loop {
             let mut changed = false;
@@ -235,9 +236,9 @@ impl<'a> Lowerer<'a> {
         let limits = GrammarLimits { max_rules: self.opts.limits.max_rules.max(16), ..GrammarLimits::default() };
         let mut b = GrammarBuilder::with_limits(limits);
         let ids: Vec<RuleId> = self.names.iter().map(|name| b.rule(name)).collect();
-        for r in 0..n {
+        for (r, body) in bodies.into_iter().enumerate() {
             if productive[r] {
-                let body = prune(&bodies[r], &productive);
+                let body = prune(body, &productive);
                 b.define(ids[r], body, None).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
             } else {
                 b.define(ids[r], Expr::literal("never"), None)
@@ -779,21 +780,23 @@ fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> 
     }
 }
 
-/// `e` without its unproductive parts (`e` itself is productive).
-fn prune(e: &Expr, productive: &[bool]) -> Expr {
+/// `e` without its unproductive parts (`e` itself is productive). Consumes `e`, so that
+/// the common case (nothing to prune) moves the expression instead of copying it.
+fn prune(e: Expr, productive: &[bool]) -> Expr {
     match e {
-        Expr::Seq(items) => Expr::Seq(items.iter().map(|x| prune(x, productive)).collect()),
-        Expr::Choice(alts) => {
-            Expr::Choice(alts.iter().filter(|x| x.is_productive(productive)).map(|x| prune(x, productive)).collect())
-        }
+        Expr::Seq(items) => Expr::Seq(items.into_iter().map(|x| prune(x, productive)).collect()),
+        Expr::Choice(alts) => Expr::Choice(
+            alts.into_iter().filter(|x| x.is_productive(productive)).map(|x| prune(x, productive)).collect(),
+        ),
         Expr::Repeat(r) => {
             if r.expr.is_productive(productive) {
-                Expr::repeat(prune(&r.expr, productive), r.min, r.max)
+                let Repeat { expr, min, max } = *r;
+                Expr::repeat(prune(expr, productive), min, max)
             } else {
                 Expr::Empty
             }
         }
-        e => e.clone(),
+        e => e,
     }
 }
 

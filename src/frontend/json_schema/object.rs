@@ -349,20 +349,25 @@ impl Lowerer<'_> {
                 }
             }
         };
+        // The nodes `def(node)` references, with multiplicity (without building its parts).
+        let successors = |node: Node| -> [Option<Node>; 2] {
+            match node {
+                Node::After(i) if i == n => [None, None],
+                Node::After(i) => [Some(Node::After(i + 1)), (!props[i].required).then_some(Node::After(i + 1))],
+                Node::First(i) if i == n => [additional.map(|_| Node::After(n)), None],
+                Node::First(i) => [Some(Node::After(i + 1)), (!props[i].required).then_some(Node::First(i + 1))],
+            }
+        };
         // Reference counts from First(0).
         let mut refs: FastMap<Node, usize> = FastMap::default();
         let mut stack = vec![Node::First(0)];
         refs.insert(Node::First(0), 1);
         while let Some(node) = stack.pop() {
-            for alt in def(node) {
-                for p in alt {
-                    if let Part::N(x) = p {
-                        let c = refs.entry(x).or_insert(0);
-                        *c += 1;
-                        if *c == 1 {
-                            stack.push(x);
-                        }
-                    }
+            for x in successors(node).into_iter().flatten() {
+                let c = refs.entry(x).or_insert(0);
+                *c += 1;
+                if *c == 1 {
+                    stack.push(x);
                 }
             }
         }
@@ -378,6 +383,8 @@ impl Lowerer<'_> {
                         .into_iter()
                         .map(|p| match p {
                             Part::E(e) => e,
+                            // A node used once is moved into its only user.
+                            Part::N(x) if refs[&x] == 1 => done.remove(&x).expect("built before its users"),
                             Part::N(x) => done[&x].clone(),
                         })
                         .collect())

@@ -1,0 +1,237 @@
+//! [`RuleFsmCache`]: finished rule automata shared across grammars, so that a rule built once
+//! (a tool's parameter object, a string format, the untyped JSON value) is not determinized
+//! and minimized again by the next grammar that contains it.
+//!
+//! # Key
+//!
+//! Thompson construction is cheap and deterministic; epsilon removal, subset construction and
+//! minimization are what cost. So the key is the *Thompson automaton itself*, hashed after the
+//! rule references it contains are renumbered by first appearance (`Rule(17)`, `Rule(4)` →
+//! local `0`, `1`): two rules whose automata differ only in the ids of the rules they
+//! reference — the same tool schema in two requests — get the same key. The key also covers the
+//! limits that change the result (the subset-construction budgets). The cached automaton keeps
+//! the local numbering and is relabelled for each user, so what a hit returns is exactly what
+//! the pipeline would have produced (construction is a function of the automaton alone).
+//!
+//! The key is a 128-bit xxh3 of a full encoding of the automaton (states, finality, every edge),
+//! so a collision would need two different automata to collide on 128 bits.
+//!
+//! # Bounds
+//!
+//! An LRU list (the `lru` crate) under one `parking_lot` mutex, bounded by the total number of
+//! states kept; an automaton larger than the whole budget is not kept. The lock is held for map
+//! operations only, never while building.
+
+use std::sync::Arc;
+
+use lru::LruCache;
+use parking_lot::Mutex;
+
+use super::{Fsm, Label};
+use crate::util::hash::FastMap;
+
+/// Counters of a [`RuleFsmCache`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuleFsmCacheStats {
+    /// Rule automata served from the cache.
+    pub hits: u64,
+    /// Rule automata built (and offered to the cache).
+    pub misses: u64,
+    /// Automata kept now.
+    pub entries: usize,
+    /// States kept now, over all automata.
+    pub states: usize,
+    /// Automata dropped to stay within the budget.
+    pub evictions: u64,
+}
+
+/// Finished rule automata keyed by their Thompson automaton (see the [module docs](self)).
+/// `Send + Sync`; a [`crate::GrammarCompiler`] owns one and its clones share it.
+#[derive(Debug)]
+pub struct RuleFsmCache {
+    max_states: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    map: LruCache<u128, Arc<Fsm>>,
+    stats: RuleFsmCacheStats,
+}
+
+// A panic while the lock is held cannot leave a half-updated entry behind: entries are whole
+// `Arc`s inserted by one `put`, and the counters are only advisory.
+impl std::panic::RefUnwindSafe for RuleFsmCache {}
+impl std::panic::UnwindSafe for RuleFsmCache {}
+
+impl RuleFsmCache {
+    /// A cache keeping at most `max_states` automaton states in all.
+    pub fn new(max_states: usize) -> Self {
+        RuleFsmCache {
+            max_states,
+            inner: Mutex::new(Inner { map: LruCache::unbounded(), stats: RuleFsmCacheStats::default() }),
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> RuleFsmCacheStats {
+        self.inner.lock().stats
+    }
+
+    /// The finished automaton of the Thompson automaton `nfa`, from the cache or from `build`
+    /// (which runs without the lock). `salt` covers the build options that change the result.
+    pub(crate) fn get_or_build(&self, nfa: &Fsm, salt: &[u64], build: impl FnOnce(&Fsm) -> Fsm) -> Fsm {
+        let (key, globals) = canonical_key(nfa, salt);
+        let cached = self.inner.lock().lookup(&key);
+        if let Some(local) = cached {
+            return relabel(&local, |l| globals[l as usize]);
+        }
+        let built = build(nfa);
+        let mut locals: FastMap<u32, u32> = FastMap::default();
+        locals.extend(globals.iter().enumerate().map(|(i, &g)| (g, i as u32)));
+        let local = relabel(&built, |g| locals[&g]);
+        self.inner.lock().insert(key, Arc::new(local), self.max_states);
+        built
+    }
+}
+
+impl Inner {
+    fn lookup(&mut self, key: &u128) -> Option<Arc<Fsm>> {
+        let hit = self.map.get(key).cloned();
+        if hit.is_some() {
+            self.stats.hits += 1;
+        } else {
+            self.stats.misses += 1;
+        }
+        hit
+    }
+
+    fn insert(&mut self, key: u128, fsm: Arc<Fsm>, max_states: usize) {
+        let states = fsm.state_len();
+        if states > max_states {
+            return;
+        }
+        if let Some(old) = self.map.put(key, fsm) {
+            self.stats.states -= old.state_len();
+            self.stats.entries -= 1;
+        }
+        self.stats.states += states;
+        self.stats.entries += 1;
+        while self.stats.states > max_states {
+            let Some((_, old)) = self.map.pop_lru() else { break };
+            self.stats.states -= old.state_len();
+            self.stats.entries -= 1;
+            self.stats.evictions += 1;
+        }
+    }
+}
+
+/// The 128-bit key of `nfa` with rule labels renumbered by first appearance, and the rule ids in
+/// that order (local `i` is global `globals[i]`).
+fn canonical_key(nfa: &Fsm, salt: &[u64]) -> (u128, Vec<u32>) {
+    let mut globals: Vec<u32> = Vec::new();
+    let mut local_of: FastMap<u32, u32> = FastMap::default();
+    let edges: usize = nfa.edges.iter().map(Vec::len).sum();
+    let mut buf: Vec<u8> = Vec::with_capacity(16 + 8 * salt.len() + 5 * nfa.state_len() + 9 * edges);
+    for &s in salt {
+        buf.extend_from_slice(&s.to_le_bytes());
+    }
+    buf.extend_from_slice(&(nfa.state_len() as u32).to_le_bytes());
+    buf.extend_from_slice(&nfa.start.to_le_bytes());
+    for (s, out) in nfa.edges.iter().enumerate() {
+        buf.push(nfa.finals[s] as u8);
+        buf.extend_from_slice(&(out.len() as u32).to_le_bytes());
+        for &(label, t) in out {
+            match label {
+                Label::Bytes(lo, hi) => buf.extend_from_slice(&[0, lo, hi, 0, 0]),
+                Label::Rule(r) => {
+                    let next = globals.len() as u32;
+                    let local = *local_of.entry(r).or_insert_with(|| {
+                        globals.push(r);
+                        next
+                    });
+                    buf.push(1);
+                    buf.extend_from_slice(&local.to_le_bytes());
+                }
+                Label::Epsilon => buf.extend_from_slice(&[2, 0, 0, 0, 0]),
+            }
+            buf.extend_from_slice(&t.to_le_bytes());
+        }
+    }
+    (xxhash_rust::xxh3::xxh3_128(&buf), globals)
+}
+
+/// `fsm` with every rule label `r` replaced by `map(r)`.
+fn relabel(fsm: &Fsm, map: impl Fn(u32) -> u32) -> Fsm {
+    let edges = fsm
+        .edges
+        .iter()
+        .map(|out| {
+            out.iter()
+                .map(|&(l, t)| match l {
+                    Label::Rule(r) => (Label::Rule(map(r)), t),
+                    other => (other, t),
+                })
+                .collect()
+        })
+        .collect();
+    Fsm { edges, finals: fsm.finals.clone(), start: fsm.start }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(labels: &[Label]) -> Fsm {
+        let mut f = Fsm::default();
+        f.start = f.add_state();
+        let mut cur = f.start;
+        for &l in labels {
+            let next = f.add_state();
+            f.add_edge(cur, l, next);
+            cur = next;
+        }
+        f.finals[cur as usize] = true;
+        f
+    }
+
+    #[test]
+    fn renamed_references_share_one_entry_and_come_back_relabelled() {
+        let cache = RuleFsmCache::new(1_000);
+        let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(3), Label::Rule(7)]);
+        let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(40), Label::Rule(2), Label::Rule(40)]);
+        let built_a = cache.get_or_build(&a, &[1], Fsm::clone);
+        let built_b = cache.get_or_build(&b, &[1], |_| panic!("the second grammar's rule is a hit"));
+        assert_eq!(built_a.edges, a.edges);
+        assert_eq!(built_b.edges, b.edges, "a hit is relabelled to the caller's rule ids");
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
+    }
+
+    #[test]
+    fn different_structure_or_salt_is_a_miss() {
+        let cache = RuleFsmCache::new(1_000);
+        let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(3)]);
+        // Same labels, but the two references are the same rule: another structure.
+        let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(7)]);
+        cache.get_or_build(&a, &[1], Fsm::clone);
+        cache.get_or_build(&b, &[1], Fsm::clone);
+        cache.get_or_build(&a, &[2], Fsm::clone);
+        assert_eq!(cache.stats().misses, 3);
+        assert_eq!(cache.stats().hits, 0);
+    }
+
+    #[test]
+    fn the_state_budget_evicts_least_recently_used() {
+        let cache = RuleFsmCache::new(8);
+        let a = chain(&[Label::Bytes(b'a', b'a'); 4]); // 5 states
+        let b = chain(&[Label::Bytes(b'b', b'b'); 4]);
+        let big = chain(&[Label::Bytes(b'c', b'c'); 10]); // over the whole budget: not kept
+        cache.get_or_build(&a, &[], Fsm::clone);
+        cache.get_or_build(&b, &[], Fsm::clone);
+        cache.get_or_build(&big, &[], Fsm::clone);
+        let s = cache.stats();
+        assert_eq!((s.entries, s.states, s.evictions), (1, 5, 1));
+        cache.get_or_build(&b, &[], |_| panic!("b is the most recent"));
+    }
+}
