@@ -86,7 +86,8 @@ struct Builder<'a> {
     /// Bodies not yet built, each with the rules inlined around it where it was written (a
     /// counted rule's body must not inline them again, or a recursive rule would spawn new
     /// counted rules forever).
-    pending: Vec<Option<(Expr, Vec<u32>)>>,
+    /// `None` as the body stands for the grammar rule's own body (not copied).
+    pending: Vec<Option<(Option<Expr>, Vec<u32>)>>,
     states: usize,
     /// The first error met while lowering an expression (`expr` itself cannot fail).
     error: Option<GrammarError>,
@@ -126,7 +127,7 @@ pub fn build_grammar_fsm_cached(
         queue: Vec::new(),
         names: grammar.rules().iter().map(|r| r.name.clone()).collect(),
         kinds: vec![RuleKind::Plain; n],
-        pending: grammar.rules().iter().map(|r| Some((r.body.clone(), Vec::new()))).collect(),
+        pending: (0..n).map(|_| Some((None, Vec::new()))).collect(),
         states: 0,
         error: None,
         free_depth: Vec::new(),
@@ -138,7 +139,10 @@ pub fn build_grammar_fsm_cached(
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
         b.inline_stack = outer;
         b.inline_stack.push(r);
-        let mut fsm = b.rule_fsm(&body, r)?;
+        let mut fsm = match &body {
+            Some(body) => b.rule_fsm(body, r)?,
+            None => b.rule_fsm(&grammar.rules()[r as usize].body, r)?,
+        };
         b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
             add_fresh_start(&mut fsm);
@@ -286,7 +290,7 @@ impl Builder<'_> {
         let r = self.names.len() as u32;
         self.names.push(name);
         self.kinds.push(RuleKind::Plain);
-        self.pending.push(Some((body.clone(), self.inline_stack.clone())));
+        self.pending.push(Some((Some(body.clone()), self.inline_stack.clone())));
         self.need(r);
         r
     }
@@ -426,7 +430,7 @@ impl Builder<'_> {
         let bound = if max == u32::MAX { String::new() } else { max.to_string() };
         self.names.push(format!("$repeat{r}{{{min},{bound}}}"));
         self.kinds.push(RuleKind::Counted { min, max });
-        self.pending.push(Some((e.clone(), self.inline_stack.clone())));
+        self.pending.push(Some((Some(e.clone()), self.inline_stack.clone())));
         r
     }
 }

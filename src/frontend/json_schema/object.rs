@@ -434,6 +434,13 @@ impl Lowerer<'_> {
             };
             members.push(m);
         }
+        // So is the additional-property member (a key and any value: large), which every set
+        // of members written so far may continue with.
+        let additional_rule = match additional {
+            Some(a) if full > 1 && a.node_count() > 8 => Some(self.rule_for("additional", a.clone())?),
+            other => other.cloned(),
+        };
+        let additional = additional_rule.as_ref();
         if let Some(counter) = counter {
             let sets = MemberSets { members: &members, bits: &bits, required, full };
             return self.any_order_counted(&sets, additional, level, counter);
