@@ -11,7 +11,8 @@
 //! to check. The call is rendered by the request's [`ToolProtocol`], tokenized, and accepted
 //! token by token with a mask filled before every token.
 //!
-//! Per request it measures the compile time (the whole-grammar cache lookup included), the
+//! Per request it measures the compile time (the whole-grammar cache lookup included, building
+//! the request's JSON — [`ToolProtocol::request`], the client's work — excluded), the
 //! time to first mask (compile + first mask: what a request waits for before decoding), and
 //! the mask time per step of the valid call. Reuse is reported at two levels, as Table 1 of
 //! the paper: *structure reuse* (the share of requests answered by the whole-grammar cache)
@@ -20,7 +21,7 @@
 //!
 //! # The protocol seam
 //!
-//! [`ToolProtocol`] turns the chosen tools into a compiled grammar and a ground-truth call into
+//! [`ToolProtocol`] turns the chosen tools into a request and a compiled grammar, and a ground-truth call into
 //! the text a model would emit. [`PlainJson`] is the default (`{"name": ..., "arguments":
 //! {...}}` with `anyOf` over the tools); model-specific formats plug in through the same trait.
 //!
@@ -85,11 +86,16 @@ pub struct ValidCall {
 pub trait ToolProtocol: Send + Sync {
     /// The protocol's name in reports.
     fn name(&self) -> &str;
-    /// Compiles the grammar of one call of any of `tools`.
+    /// The request a serving engine receives for `tools`, as JSON: the response schema (plain
+    /// JSON) or the OpenAI-shaped tool list (protocols). Building it is the client's work, so
+    /// [`run_setting`] does not time it.
+    fn request(&self, tools: &[&Tool]) -> Value;
+    /// Compiles the grammar of one call of any of the tools of `request` (from
+    /// [`ToolProtocol::request`]).
     ///
     /// # Errors
     /// Whatever the compiler returns for the generated grammar.
-    fn compile(&self, compiler: &GrammarCompiler, tools: &[&Tool]) -> Result<CompiledGrammar, Error>;
+    fn compile(&self, compiler: &GrammarCompiler, request: &Value) -> Result<CompiledGrammar, Error>;
     /// The text a model emits for `call` of `tool`.
     fn render_call(&self, call: &ToolCall, tool: &Tool) -> String;
     /// Whether special-token texts in the rendered call (`<|call|>`) stand for the special
@@ -132,7 +138,7 @@ impl ToolProtocol for ProtocolCalls {
     fn name(&self) -> &str {
         &self.protocol.name
     }
-    fn compile(&self, compiler: &GrammarCompiler, tools: &[&Tool]) -> Result<CompiledGrammar, Error> {
+    fn request(&self, tools: &[&Tool]) -> Value {
         // Pools may hold several tools of one name (other schemas): a protocol names each
         // function once, so such tools become one function whose arguments follow any of them.
         let mut by_name: Vec<(&str, Vec<&Value>)> = Vec::new();
@@ -152,7 +158,11 @@ impl ToolProtocol for ProtocolCalls {
                 json!({"type": "function", "function": {"name": name, "parameters": parameters}})
             })
             .collect();
-        compiler.compile_protocol(&self.protocol.name, &tools, &self.tool_choice, &self.options)
+        Value::Array(tools)
+    }
+    fn compile(&self, compiler: &GrammarCompiler, request: &Value) -> Result<CompiledGrammar, Error> {
+        let tools = request.as_array().map_or(&[][..], Vec::as_slice);
+        compiler.compile_protocol(&self.protocol.name, tools, &self.tool_choice, &self.options)
     }
     fn render_call(&self, call: &ToolCall, tool: &Tool) -> String {
         let args = order_like_schema(&call.arguments, &tool.parameters).to_string();
@@ -193,8 +203,11 @@ impl ToolProtocol for PlainJson {
     fn name(&self) -> &str {
         "json"
     }
-    fn compile(&self, compiler: &GrammarCompiler, tools: &[&Tool]) -> Result<CompiledGrammar, Error> {
-        compiler.compile_json_schema(&Self::schema(tools), &self.options)
+    fn request(&self, tools: &[&Tool]) -> Value {
+        Self::schema(tools)
+    }
+    fn compile(&self, compiler: &GrammarCompiler, request: &Value) -> Result<CompiledGrammar, Error> {
+        compiler.compile_json_schema(request, &self.options)
     }
     fn render_call(&self, call: &ToolCall, tool: &Tool) -> String {
         // Declared property order (what the grammar enforces with the default options), compact.
@@ -486,8 +499,9 @@ pub fn run_setting(
     let mut max_bytes = 0usize;
     let grammar_hits_before = compiler.grammar_cache_stats().hits;
     for req in &requests {
+        let request = protocol.request(&req.tools);
         let t = Instant::now();
-        let grammar = protocol.compile(compiler, &req.tools).map_err(|e| format!("request compile: {e}"))?;
+        let grammar = protocol.compile(compiler, &request).map_err(|e| format!("request compile: {e}"))?;
         let c_us = t.elapsed().as_secs_f64() * 1e6;
         let before = grammar.mask_cache_stats();
         let mut m = GrammarMatcher::new(&grammar);
