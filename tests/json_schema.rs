@@ -644,3 +644,55 @@ fn typed_schema_and_regex() {
     let err = c.compile_regex("a(?=b)").unwrap_err();
     assert!(err.to_string().contains("lookahead") && err.to_string().starts_with("1:2"), "{err}");
 }
+
+/// Self-contained `anyOf`/`oneOf` branches come from the compiler's fragment cache once another
+/// schema lowered them: the grammar accepts the same instances and the report holds the same
+/// relaxations (pointers re-rooted at the branch) as a compiler without the cache; branches with
+/// a `$ref` (which resolves against their document) are lowered inline.
+#[test]
+fn schema_fragments_from_the_cache_keep_languages_and_reports() {
+    let tool = json!({"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"type": "object"}, "uniqueItems": true},
+        "n": {"type": "integer", "minimum": 3, "maximum": 12}}, "required": ["n"]});
+    let with_ref = json!({"type": "object", "properties": {"d": {"$ref": "#/$defs/d"}}, "required": ["d"]});
+    let warmup = json!({"anyOf": [tool.clone(), {"type": "string", "maxLength": 2}]});
+    let schema = json!({"$defs": {"d": {"enum": [1, 2]}},
+        "oneOf": [{"type": "null"}, tool, {"type": "string", "maxLength": 2}, with_ref]});
+    let valid = [json!(null), json!({"tags": [{}], "n": 3}), json!("ab"), json!({"d": 2})];
+    let invalid = ["{\"n\": 13}", "{\"tags\": []}", "\"abc\"", "{\"d\": 3}", "{\"n\": 3", "1"];
+    let options = JsonSchemaOptions::default();
+    let tok = "llama3";
+    let vocab = load(tok).0.clone();
+    let warm = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
+    let cold = GrammarCompiler::new(vocab, CompilerConfig::default().schema_fragment_cache_len(0));
+    warm.compile_json_schema(&warmup, &options).unwrap();
+    let g_warm = warm.compile_json_schema(&schema, &options).unwrap();
+    let g_cold = cold.compile_json_schema(&schema, &options).unwrap();
+    let stats = warm.schema_fragment_stats();
+    assert!(stats.hits >= 2, "the tool and the string branch are hits: {stats:?}");
+    assert_eq!(cold.schema_fragment_stats().hits + cold.schema_fragment_stats().misses, 0);
+    let sorted = |g: &CompiledGrammar| {
+        let mut r: Vec<String> = g
+            .json_schema_report()
+            .unwrap()
+            .relaxations
+            .iter()
+            .map(|r| format!("{} {} {}", r.keyword, r.pointer, r.detail))
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(sorted(&g_warm), sorted(&g_cold));
+    assert!(
+        sorted(&g_warm).iter().any(|r| r.starts_with("uniqueItems #/oneOf/1/properties/tags")),
+        "{:?}",
+        sorted(&g_warm)
+    );
+    for v in &valid {
+        let text = dump(v, Layout::Python);
+        assert!(accepts(&g_warm, tok, &text) && accepts(&g_cold, tok, &text), "valid instance rejected: {text}");
+    }
+    for text in invalid {
+        assert!(!accepts(&g_warm, tok, text) && !accepts(&g_cold, tok, text), "invalid instance accepted: {text}");
+    }
+}

@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::GrammarCompiler;
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
-use crate::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions, SchemaError};
+use crate::frontend::json_schema::{
+    json_schema_to_grammar, json_schema_to_grammar_cached, JsonSchemaOptions, SchemaError,
+};
 use crate::frontend::regex::regex_to_expr;
 use crate::grammar::GrammarBuilder;
 
@@ -41,7 +43,10 @@ impl GrammarCompiler {
     pub fn compile_json_schema(&self, schema: &Value, options: &JsonSchemaOptions) -> Result<CompiledGrammar, Error> {
         let opts = serde_json::to_string(options).map_err(|e| Error::Schema(SchemaError::not_json(&e)))?;
         self.cached(&[b"json-schema", opts.as_bytes()], Some(schema), || {
-            let (grammar, report) = json_schema_to_grammar(schema, options)?;
+            let (grammar, report) = match &self.fragments {
+                Some(fragments) => json_schema_to_grammar_cached(schema, options, fragments)?,
+                None => json_schema_to_grammar(schema, options)?,
+            };
             Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
         })
     }

@@ -32,6 +32,7 @@ use crate::cache::{reachable_scannable_states, MaskCacheMode, MaskPool, PoolStat
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
 use crate::frontend::ebnf::parse_ebnf;
+use crate::frontend::json_schema::{SchemaFragmentCache, SchemaFragmentStats};
 use crate::fsm::{build_grammar_fsm_cached, FsmLimits, RuleFsmCache, RuleFsmCacheStats};
 use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
@@ -49,6 +50,9 @@ pub const DEFAULT_GRAMMAR_CACHE_LEN: usize = 64;
 /// Default state budget of the cache of finished rule automata: 1,000,000 states (tens of
 /// megabytes; a tool's parameter object is a few hundred states).
 pub const DEFAULT_RULE_FSM_CACHE_STATES: usize = 1_000_000;
+/// Default number of lowered JSON Schema fragments (self-contained `anyOf`/`oneOf` branches,
+/// such as the tools of a request) a compiler keeps.
+pub const DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN: usize = 1_024;
 
 /// Compilation options. Setters take and return the config by value.
 ///
@@ -66,6 +70,7 @@ pub struct CompilerConfig {
     pool_bytes: usize,
     grammar_cache_len: usize,
     rule_fsm_cache_states: usize,
+    schema_fragment_cache_len: usize,
     allow_special_token_text: bool,
 }
 
@@ -78,6 +83,7 @@ impl Default for CompilerConfig {
             pool_bytes: DEFAULT_POOL_BYTES,
             grammar_cache_len: DEFAULT_GRAMMAR_CACHE_LEN,
             rule_fsm_cache_states: DEFAULT_RULE_FSM_CACHE_STATES,
+            schema_fragment_cache_len: DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN,
             allow_special_token_text: false,
         }
     }
@@ -154,6 +160,18 @@ impl CompilerConfig {
     pub fn get_rule_fsm_cache_states(&self) -> usize {
         self.rule_fsm_cache_states
     }
+    /// How many lowered JSON Schema fragments the compiler keeps (default
+    /// [`DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN`]; 0 turns the cache off): a self-contained branch of
+    /// `anyOf`/`oneOf` met again in another schema (the same tool in the next request) is not
+    /// lowered again; see [`crate::frontend::json_schema::SchemaFragmentCache`].
+    pub fn schema_fragment_cache_len(mut self, n: usize) -> Self {
+        self.schema_fragment_cache_len = n;
+        self
+    }
+    /// The schema-fragment cache capacity.
+    pub fn get_schema_fragment_cache_len(&self) -> usize {
+        self.schema_fragment_cache_len
+    }
     /// Whether grammar text that spells a special token's text (`"<|channel|>"`) also accepts
     /// ordinary tokens spelling it byte by byte. Default `false`: such text matches only the
     /// special token (see the special-token policy in the [module docs](self)).
@@ -193,6 +211,7 @@ pub struct GrammarCompiler {
     pool: Option<Arc<MaskPool>>,
     grammars: Arc<GrammarCache>,
     rule_fsms: Option<Arc<RuleFsmCache>>,
+    fragments: Option<Arc<SchemaFragmentCache>>,
     /// The vocabulary's special-token texts, computed once.
     special_texts: Arc<special_tokens::SpecialTexts>,
 }
@@ -208,8 +227,10 @@ impl GrammarCompiler {
         let grammars = Arc::new(GrammarCache::new(config.grammar_cache_len));
         let rule_fsms =
             (config.rule_fsm_cache_states > 0).then(|| Arc::new(RuleFsmCache::new(config.rule_fsm_cache_states)));
+        let fragments = (config.schema_fragment_cache_len > 0)
+            .then(|| Arc::new(SchemaFragmentCache::new(config.schema_fragment_cache_len)));
         let special_texts = Arc::new(special_tokens::SpecialTexts::new(&vocab));
-        GrammarCompiler { vocab, config, pool, grammars, rule_fsms, special_texts }
+        GrammarCompiler { vocab, config, pool, grammars, rule_fsms, fragments, special_texts }
     }
 
     /// A compiler for `vocab` sharing `pool` (whose budget then applies, not the config's).
@@ -237,6 +258,11 @@ impl GrammarCompiler {
     /// Counters of the whole-grammar cache.
     pub fn grammar_cache_stats(&self) -> GrammarCacheStats {
         self.grammars.stats()
+    }
+
+    /// Counters of the JSON Schema fragment cache (all zero when it is off).
+    pub fn schema_fragment_stats(&self) -> SchemaFragmentStats {
+        self.fragments.as_ref().map_or_else(SchemaFragmentStats::default, |c| c.stats())
     }
 
     /// Counters of the cache of finished rule automata (all zero when it is off).

@@ -35,7 +35,7 @@ impl GrammarBuilder {
 
 /// `e` with every rule reference `r` replaced by `ids[r]`. Recursion depth is bounded by the
 /// expression depth, which the source grammar's builder already limited.
-fn rename(e: &Expr, ids: &[RuleId]) -> Expr {
+pub(crate) fn rename(e: &Expr, ids: &[RuleId]) -> Expr {
     let all = |v: &[Expr]| v.iter().map(|x| rename(x, ids)).collect::<Vec<_>>();
     match e {
         Expr::Rule(r) => Expr::Rule(ids[r.index()]),

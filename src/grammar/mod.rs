@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 pub use builder::{GrammarBuilder, GrammarLimits};
 pub use expr::{CharClass, Expr, Repeat, RuleId, TagDispatch, TokenSet, Trigger, MAX_CODE_POINT};
+pub(crate) use import::rename as rename_rules;
 pub use print::{escape_literal, write_expr};
 
 /// One named rule: `name ::= body (= lookahead)`.

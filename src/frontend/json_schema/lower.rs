@@ -12,12 +12,13 @@
 
 use serde_json::{Map, Value};
 
+use super::fragment::{self, Fragment, SchemaFragmentCache};
 use super::merge::{self, ANNOTATIONS};
 use super::negation::Excluded;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
 use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
-use crate::grammar::{Expr, Grammar, GrammarBuilder, GrammarLimits, Repeat, RuleId};
+use crate::grammar::{rename_rules, Expr, Grammar, GrammarBuilder, GrammarLimits, Repeat, RuleId};
 use crate::util::hash::{FastMap, FastSet};
 
 /// The empty language.
@@ -137,14 +138,47 @@ pub(super) struct Lowerer<'a> {
     schemas: usize,
     /// The document declares a draft up to 7, where `$ref` overrides its siblings.
     legacy_ref: bool,
+    /// Lowered sub-schemas shared with other documents, if any (see [`super::fragment`]).
+    fragments: Option<&'a SchemaFragmentCache>,
+    /// The deepest `depth` reached (a fragment records what it needs).
+    deepest: usize,
 }
 
 impl<'a> Lowerer<'a> {
     pub(super) fn run(
         root: &'a Value,
         opts: &'a JsonSchemaOptions,
+        fragments: Option<&'a SchemaFragmentCache>,
     ) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
-        let mut l = Lowerer {
+        let mut l = Lowerer::new(root, opts, fragments);
+        let root_rule = l.new_rule("root");
+        let body = l.schema(root, "#", 0)?;
+        let ws = l.layout.ws();
+        l.bodies[root_rule.index()] = Some(seq(vec![ws.clone(), body, ws]));
+        l.lower_pending()?;
+        let grammar = l.finish()?;
+        Ok((grammar, JsonSchemaReport { relaxations: l.report }))
+    }
+
+    /// Lowers `schema` on its own as a [`Fragment`] whose root rule matches its values at
+    /// nesting `level` (no surrounding whitespace); see [`super::fragment`].
+    fn run_fragment(
+        schema: &'a Value,
+        opts: &'a JsonSchemaOptions,
+        level: u32,
+        fragments: Option<&'a SchemaFragmentCache>,
+    ) -> Result<Fragment, SchemaError> {
+        let mut l = Lowerer::new(schema, opts, fragments);
+        let root_rule = l.new_rule("frag");
+        let body = l.schema(schema, "#", level)?;
+        l.bodies[root_rule.index()] = Some(body);
+        l.lower_pending()?;
+        let grammar = l.finish()?;
+        Ok(Fragment { grammar, relaxations: l.report, depth: l.deepest, schemas: l.schemas })
+    }
+
+    fn new(root: &'a Value, opts: &'a JsonSchemaOptions, fragments: Option<&'a SchemaFragmentCache>) -> Self {
+        Lowerer {
             root,
             opts,
             layout: Layout::new(opts),
@@ -161,18 +195,57 @@ impl<'a> Lowerer<'a> {
             legacy_ref: root.get("$schema").and_then(Value::as_str).is_some_and(|d| {
                 ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].iter().any(|v| d.contains(v))
             }),
-        };
-        let root_rule = l.new_rule("root");
-        let body = l.schema(root, "#", 0)?;
-        let ws = l.layout.ws();
-        l.bodies[root_rule.index()] = Some(seq(vec![ws.clone(), body, ws]));
-        while let Some((rule, ptr, level)) = l.pending.pop() {
-            let target = l.resolve(&ptr, &ptr)?;
-            let body = l.schema(target, &ptr, level)?;
-            l.bodies[rule.index()] = Some(body);
+            fragments,
+            deepest: 0,
         }
-        let grammar = l.finish()?;
-        Ok((grammar, JsonSchemaReport { relaxations: l.report }))
+    }
+
+    /// Lowers the targets of the references met so far (and of those they meet).
+    fn lower_pending(&mut self) -> Result<(), SchemaError> {
+        while let Some((rule, ptr, level)) = self.pending.pop() {
+            let target = self.resolve(&ptr, &ptr)?;
+            let body = self.schema(target, &ptr, level)?;
+            self.bodies[rule.index()] = Some(body);
+        }
+        Ok(())
+    }
+
+    /// The branch `b` of an `anyOf`/`oneOf` at `ptr`: through the fragment cache when there is
+    /// one and the branch is self-contained, else lowered inline.
+    fn branch(&mut self, b: &Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        if let Some(cache) = self.fragments {
+            if b.is_object() && fragment::is_self_contained(b) {
+                let (opts, nested) = (self.opts, self.fragments);
+                let fragment =
+                    cache.get_or_lower(b, opts, level, || Lowerer::run_fragment(b, opts, level, nested).ok());
+                if let Some(e) = fragment.map(|f| self.import_fragment(&f, ptr)).transpose()?.flatten() {
+                    return Ok(e);
+                }
+            }
+        }
+        self.schema_value(b, ptr, level)
+    }
+
+    /// Adds the rules of `f` under fresh ids and its relaxations under `ptr`; `None` when that
+    /// would cross a limit (the caller lowers inline, which reports the limit precisely).
+    fn import_fragment(&mut self, f: &Fragment, ptr: &str) -> Result<Option<Expr>, SchemaError> {
+        let limits = &self.opts.limits;
+        let rules = f.grammar.rules();
+        if self.depth + f.depth > limits.max_depth
+            || self.schemas + f.schemas > limits.max_schemas
+            || rules.len() > self.rules_left()
+        {
+            return Ok(None);
+        }
+        let ids: Vec<RuleId> = rules.iter().map(|_| self.new_rule("frag")).collect();
+        for (rule, &id) in rules.iter().zip(&ids) {
+            self.define(id, rename_rules(&rule.body, &ids));
+        }
+        self.schemas += f.schemas;
+        for r in &f.relaxations {
+            self.relax(&r.keyword, &fragment::reroot(&r.pointer, ptr), r.detail.clone())?;
+        }
+        Ok(Some(Expr::Rule(ids[f.grammar.root().index()])))
     }
 
     pub(super) fn new_rule(&mut self, prefix: &str) -> RuleId {
@@ -418,6 +491,7 @@ impl<'a> Lowerer<'a> {
     /// As [`Lowerer::schema`] for a schema that may not live in the document (a merge result).
     pub(super) fn schema_value(&mut self, s: &Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
         self.depth += 1;
+        self.deepest = self.deepest.max(self.depth);
         self.schemas += 1;
         if self.depth > self.opts.limits.max_depth {
             self.depth -= 1;
@@ -491,8 +565,9 @@ impl<'a> Lowerer<'a> {
         let Some(branches) = branches.as_array() else {
             return Err(Self::invalid(ptr, format!("`{key}` must be an array")));
         };
-        let mut base = m.clone();
-        base.remove(key);
+        // The siblings of `key` (not a copy of the whole map: `branches` can be large).
+        let base: Map<String, Value> =
+            m.iter().filter(|(k, _)| *k != key).map(|(k, v)| (k.clone(), v.clone())).collect();
         let has_siblings = base.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()));
         if key == "oneOf" && branches.len() > 1 && !merge::provably_disjoint(self, branches, ptr) {
             self.relax(
@@ -509,7 +584,7 @@ impl<'a> Lowerer<'a> {
                 let key = serde_json::to_string(&merged).expect("a JSON value serializes");
                 self.memo_rule(key, level, |l| l.schema_value(&merged, &bptr, level))?
             } else {
-                self.schema_value(b, &bptr, level)?
+                self.branch(b, &bptr, level)?
             };
             alts.push(e);
         }

@@ -69,6 +69,7 @@
 mod array;
 mod counter;
 mod format;
+mod fragment;
 mod length;
 mod lower;
 mod merge;
@@ -86,6 +87,7 @@ use serde_json::Value;
 
 use crate::grammar::{Grammar, GrammarError};
 
+pub use fragment::{SchemaFragmentCache, SchemaFragmentStats};
 pub use number::integer_range_expr;
 
 /// Options of [`json_schema_to_grammar`], compatible with XGrammar's `compile_json_schema`.
@@ -302,7 +304,34 @@ pub fn json_schema_to_grammar(
     schema: &Value,
     options: &JsonSchemaOptions,
 ) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
-    lower::Lowerer::run(schema, options)
+    lower::Lowerer::run(schema, options, None)
+}
+
+/// [`json_schema_to_grammar`], taking the self-contained branches of `anyOf`/`oneOf` (tool
+/// schemas in a tool-calling request) from `fragments` and adding the ones it lowers; the
+/// grammar accepts the same language and the report is the same as without the cache.
+///
+/// # Errors
+/// As [`json_schema_to_grammar`].
+///
+/// # Example
+/// ```
+/// use maskforge::frontend::json_schema::{json_schema_to_grammar_cached, JsonSchemaOptions, SchemaFragmentCache};
+/// let cache = SchemaFragmentCache::new(64);
+/// let tool = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}});
+/// let other = serde_json::json!({"type": "integer"});
+/// let options = JsonSchemaOptions::default();
+/// json_schema_to_grammar_cached(&serde_json::json!({"anyOf": [tool.clone(), other]}), &options, &cache)?;
+/// json_schema_to_grammar_cached(&serde_json::json!({"anyOf": [{"type": "null"}, tool]}), &options, &cache)?;
+/// assert_eq!(cache.stats().hits, 1); // the tool branch, lowered once
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn json_schema_to_grammar_cached(
+    schema: &Value,
+    options: &JsonSchemaOptions,
+    fragments: &SchemaFragmentCache,
+) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
+    lower::Lowerer::run(schema, options, Some(fragments))
 }
 
 /// Escapes a key for a JSON pointer segment (`~` → `~0`, `/` → `~1`).

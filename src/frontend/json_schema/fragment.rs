@@ -1,0 +1,129 @@
+//! [`SchemaFragmentCache`]: lowered sub-schemas shared across documents, so that the next
+//! request carrying the same tool schema does not lower it again.
+//!
+//! Tool-calling requests are schemas like `{"anyOf": [tool₁, tool₂, ...]}` whose branches recur
+//! from request to request in other combinations. A branch that holds no reference (`$ref`,
+//! `$dynamicRef`, `$recursiveRef`) depends only on itself, the options and its nesting level,
+//! so it is lowered once as a *fragment*: a small grammar of its own (its root rule matches
+//! exactly the branch's values, without surrounding whitespace), with its relaxations
+//! (pointers relative to the branch) and the nesting depth and sub-schema count it needed.
+//! The document's lowering imports the fragment's rules under fresh ids and re-roots the
+//! relaxation pointers, so the grammar accepts the same language and the report is the same
+//! as when lowering inline. Anything unusual (an error, a limit the import would cross) falls
+//! back to lowering inline, which reports it with the right pointer.
+//!
+//! Fragments keep their own copies of shared rules (string tails, "any value"); the automaton
+//! builder's rule cache ([`crate::fsm::RuleFsmCache`]) makes those copies cheap.
+
+use std::sync::Arc;
+
+use lru::LruCache;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::{JsonSchemaOptions, Relaxation};
+use crate::grammar::Grammar;
+
+/// One lowered sub-schema (see the [module docs](self)).
+#[derive(Debug)]
+pub(super) struct Fragment {
+    /// Its grammar; the root rule matches the sub-schema's values.
+    pub(super) grammar: Grammar,
+    /// Relaxations, with pointers relative to the sub-schema (`#/properties/a`).
+    pub(super) relaxations: Vec<Relaxation>,
+    /// The deepest nesting of sub-schemas it walked, and how many it walked.
+    pub(super) depth: usize,
+    pub(super) schemas: usize,
+}
+
+/// Counters of a [`SchemaFragmentCache`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchemaFragmentStats {
+    /// Sub-schemas served from the cache.
+    pub hits: u64,
+    /// Sub-schemas lowered (and kept).
+    pub misses: u64,
+    /// Fragments kept now.
+    pub entries: usize,
+}
+
+/// Lowered sub-schemas keyed by their JSON, the options and the nesting level; LRU, bounded by
+/// count. `Send + Sync`; a [`crate::GrammarCompiler`] owns one.
+#[derive(Debug)]
+pub struct SchemaFragmentCache {
+    inner: Mutex<(LruCache<u128, Arc<Fragment>>, SchemaFragmentStats)>,
+}
+
+// A panic while the lock is held cannot leave a half-updated entry: entries are whole `Arc`s
+// inserted by one `put`, and the counters are advisory.
+impl std::panic::RefUnwindSafe for SchemaFragmentCache {}
+impl std::panic::UnwindSafe for SchemaFragmentCache {}
+
+impl SchemaFragmentCache {
+    /// A cache keeping at most `capacity` fragments (at least one).
+    pub fn new(capacity: usize) -> Self {
+        let cap = std::num::NonZeroUsize::new(capacity.max(1)).expect("at least one");
+        SchemaFragmentCache { inner: Mutex::new((LruCache::new(cap), SchemaFragmentStats::default())) }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> SchemaFragmentStats {
+        let inner = self.inner.lock();
+        SchemaFragmentStats { entries: inner.0.len(), ..inner.1 }
+    }
+
+    /// The fragment of `schema` at nesting `level`, from the cache or from `lower` (run
+    /// without the lock); `None` when `lower` fails (the caller lowers inline).
+    pub(super) fn get_or_lower(
+        &self,
+        schema: &Value,
+        options: &JsonSchemaOptions,
+        level: u32,
+        lower: impl FnOnce() -> Option<Fragment>,
+    ) -> Option<Arc<Fragment>> {
+        let key = fragment_key(schema, options, level);
+        {
+            let mut inner = self.inner.lock();
+            if let Some(f) = inner.0.get(&key).cloned() {
+                inner.1.hits += 1;
+                return Some(f);
+            }
+        }
+        let fragment = Arc::new(lower()?);
+        let mut inner = self.inner.lock();
+        inner.1.misses += 1;
+        inner.0.put(key, Arc::clone(&fragment));
+        Some(fragment)
+    }
+}
+
+fn fragment_key(schema: &Value, options: &JsonSchemaOptions, level: u32) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(format!("{options:?}|{level}").as_bytes());
+    crate::util::hash::hash_json(schema, &mut h);
+    h.digest128()
+}
+
+/// Whether `schema` can be lowered on its own: it holds no reference (which would resolve
+/// against the enclosing document). Iterative, so deep values cannot overflow the stack.
+pub(super) fn is_self_contained(schema: &Value) -> bool {
+    let mut stack = vec![schema];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if m.contains_key("$ref") || m.contains_key("$dynamicRef") || m.contains_key("$recursiveRef") {
+                    return false;
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    true
+}
+
+/// `pointer` (relative to a fragment, `#...`) re-rooted at `base` (the fragment's pointer).
+pub(super) fn reroot(pointer: &str, base: &str) -> String {
+    format!("{base}{}", pointer.strip_prefix('#').unwrap_or(pointer))
+}
