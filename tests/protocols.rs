@@ -174,3 +174,24 @@ fn every_case_has_a_protocol_and_a_tokenizer() {
         Protocol::by_name(&c.format).unwrap_or_else(|e| panic!("{}: {e}", c.id));
     }
 }
+
+/// A tool met in an earlier request is not lowered again: its JSON Schema comes from the
+/// compiler's fragment cache, and the request grammar is the one a fresh compiler builds.
+#[test]
+fn a_tool_of_an_earlier_request_comes_from_the_fragment_cache() {
+    let tool = |name: &str, prop: &str| {
+        serde_json::json!({"type": "function", "function": {"name": name, "parameters": {
+            "type": "object", "properties": {prop: {"type": "string"}}, "required": [prop]}}})
+    };
+    let (a, b, c) = (tool("alpha", "x"), tool("bravo", "y"), tool("charlie", "z"));
+    let options = ProtocolOptions::default();
+    let warm = GrammarCompiler::new(byte_vocab(), CompilerConfig::default());
+    warm.compile_protocol("qwen", &[a, b.clone()], &ToolChoice::Auto, &options).unwrap();
+    let before = warm.schema_fragment_stats();
+    let g = warm.compile_protocol("qwen", &[b.clone(), c.clone()], &ToolChoice::Auto, &options).unwrap();
+    let after = warm.schema_fragment_stats();
+    assert_eq!((after.hits - before.hits, after.misses - before.misses), (1, 1), "bravo is a hit, charlie is lowered");
+    let cold = GrammarCompiler::new(byte_vocab(), CompilerConfig::default());
+    let fresh = cold.compile_protocol("qwen", &[b, c], &ToolChoice::Auto, &options).unwrap();
+    assert_eq!(g.grammar().to_string(), fresh.grammar().to_string());
+}

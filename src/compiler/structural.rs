@@ -13,7 +13,9 @@ use super::GrammarCompiler;
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
 use crate::frontend::protocol::{protocol_structural_tag, ProtocolOptions, ToolChoice};
-use crate::frontend::structural_tag::{structural_tag_str_to_grammar, structural_tag_to_grammar, TokenLookup};
+use crate::frontend::structural_tag::{
+    structural_tag_str_to_grammar, structural_tag_to_grammar, structural_tag_to_grammar_cached, TokenLookup,
+};
 use crate::tokenizer::Vocabulary;
 
 impl TokenLookup for Vocabulary {
@@ -47,7 +49,10 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_structural_tag(&self, tag: &Value) -> Result<CompiledGrammar, Error> {
-        let (grammar, report) = structural_tag_to_grammar(tag, &self.vocab)?;
+        let (grammar, report) = match &self.fragments {
+            Some(fragments) => structural_tag_to_grammar_cached(tag, &self.vocab, fragments)?,
+            None => structural_tag_to_grammar(tag, &self.vocab)?,
+        };
         Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
     }
 

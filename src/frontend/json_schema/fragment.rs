@@ -81,7 +81,7 @@ impl SchemaFragmentCache {
         level: u32,
         lower: impl FnOnce() -> Option<Fragment>,
     ) -> Option<Arc<Fragment>> {
-        let key = fragment_key(schema, options, level);
+        let key = fragment_key(schema, options, &level.to_string());
         {
             let mut inner = self.inner.lock();
             if let Some(f) = inner.0.get(&key).cloned() {
@@ -95,11 +95,42 @@ impl SchemaFragmentCache {
         inner.0.put(key, Arc::clone(&fragment));
         Some(fragment)
     }
+
+    /// The lowering of the whole document `schema` (a tool's parameters inside a structural
+    /// tag), from the cache or lowered now; errors are not kept.
+    ///
+    /// # Errors
+    /// As [`super::json_schema_to_grammar`].
+    pub fn document(
+        &self,
+        schema: &Value,
+        options: &JsonSchemaOptions,
+    ) -> Result<(Grammar, super::JsonSchemaReport), super::SchemaError> {
+        let key = fragment_key(schema, options, "document");
+        let hit = self.inner.lock().0.get(&key).cloned();
+        let fragment = match hit {
+            Some(f) => {
+                self.inner.lock().1.hits += 1;
+                f
+            }
+            None => {
+                let (grammar, report) = super::json_schema_to_grammar_cached(schema, options, self)?;
+                let f = Arc::new(Fragment { grammar, relaxations: report.relaxations, depth: 0, schemas: 0 });
+                let mut inner = self.inner.lock();
+                inner.1.misses += 1;
+                inner.0.put(key, Arc::clone(&f));
+                f
+            }
+        };
+        let report = super::JsonSchemaReport { relaxations: fragment.relaxations.clone() };
+        Ok((fragment.grammar.clone(), report))
+    }
 }
 
-fn fragment_key(schema: &Value, options: &JsonSchemaOptions, level: u32) -> u128 {
+/// `kind` is the nesting level of a fragment, or `document`.
+fn fragment_key(schema: &Value, options: &JsonSchemaOptions, kind: &str) -> u128 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(format!("{options:?}|{level}").as_bytes());
+    h.update(format!("{options:?}|{kind}").as_bytes());
     crate::util::hash::hash_json(schema, &mut h);
     h.digest128()
 }

@@ -14,7 +14,9 @@ use super::error::{StructuralTagError as Error, StructuralTagErrorKind as Kind};
 use super::format::{Delimiter, Format, Node, SchemaStyle, Tag, TokenRef};
 use super::{python_style, xml_style, TokenLookup};
 use crate::frontend::ebnf::parse_ebnf;
-use crate::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions, JsonSchemaReport, PropertyOrder};
+use crate::frontend::json_schema::{
+    json_schema_to_grammar, JsonSchemaOptions, JsonSchemaReport, PropertyOrder, SchemaFragmentCache,
+};
 use crate::frontend::regex::regex_to_expr;
 use crate::grammar::{Expr, GrammarBuilder, RuleId, TagDispatch, TokenSet, Trigger};
 use crate::util::hash::FastMap;
@@ -37,12 +39,15 @@ pub(super) struct Lowerer<'a> {
     /// Imported grammars so far: each gets its own name prefix, so that fresh names never
     /// collide (probing `schema_root_1`, `_2`, ... would be quadratic in the tool count).
     imports: usize,
+    /// Lowered JSON Schemas shared with other documents (the same tool in the next request).
+    fragments: Option<&'a SchemaFragmentCache>,
 }
 
 impl<'a> Lowerer<'a> {
-    pub(super) fn new(tokens: &'a dyn TokenLookup) -> Self {
+    pub(super) fn new(tokens: &'a dyn TokenLookup, fragments: Option<&'a SchemaFragmentCache>) -> Self {
         Lowerer {
             b: GrammarBuilder::new(),
+            fragments,
             tokens,
             report: JsonSchemaReport::default(),
             free_text: FastMap::default(),
@@ -297,7 +302,11 @@ impl<'a> Lowerer<'a> {
         options: &JsonSchemaOptions,
         pointer: &str,
     ) -> Result<Expr, Error> {
-        let (g, report) = json_schema_to_grammar(schema, options).map_err(|e| Error::new(pointer, Kind::Schema(e)))?;
+        let (g, report) = match self.fragments {
+            Some(cache) => cache.document(schema, options),
+            None => json_schema_to_grammar(schema, options),
+        }
+        .map_err(|e| Error::new(pointer, Kind::Schema(e)))?;
         for r in report.relaxations {
             if !self.report.relaxations.contains(&r) {
                 self.report.relaxations.push(r);

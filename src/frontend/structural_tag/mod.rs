@@ -48,7 +48,7 @@ use serde_json::Value;
 pub use error::{StructuralTagError, StructuralTagErrorKind};
 pub use format::{parse_document, Delimiter, Format, Node, SchemaStyle, Tag, TokenRef};
 
-use crate::frontend::json_schema::JsonSchemaReport;
+use crate::frontend::json_schema::{JsonSchemaReport, SchemaFragmentCache};
 use crate::grammar::Grammar;
 use lower::{grammar_error, Ends, Lowerer};
 
@@ -103,6 +103,21 @@ pub fn structural_tag_to_grammar(
     format_to_grammar(&node, tokens)
 }
 
+/// [`structural_tag_to_grammar`], taking the lowering of each embedded JSON Schema (a tool's
+/// parameters) from `fragments` when another document lowered the same schema with the same
+/// options; the result is the same as without the cache.
+///
+/// # Errors
+/// As [`structural_tag_to_grammar`].
+pub fn structural_tag_to_grammar_cached(
+    doc: &Value,
+    tokens: &dyn TokenLookup,
+    fragments: &SchemaFragmentCache,
+) -> Result<(Grammar, JsonSchemaReport), StructuralTagError> {
+    let node = parse_document(doc)?;
+    lower_format(&node, tokens, Some(fragments))
+}
+
 /// Converts structural-tag JSON text; see [`structural_tag_to_grammar`].
 ///
 /// # Errors
@@ -124,7 +139,15 @@ pub fn format_to_grammar(
     node: &Node,
     tokens: &dyn TokenLookup,
 ) -> Result<(Grammar, JsonSchemaReport), StructuralTagError> {
-    let mut me = Lowerer::new(tokens);
+    lower_format(node, tokens, None)
+}
+
+fn lower_format(
+    node: &Node,
+    tokens: &dyn TokenLookup,
+    fragments: Option<&SchemaFragmentCache>,
+) -> Result<(Grammar, JsonSchemaReport), StructuralTagError> {
+    let mut me = Lowerer::new(tokens, fragments);
     let root = me.b.rule("root");
     let body = me.lower(node, &Ends::default())?;
     me.b.define(root, body, None).map_err(|e| grammar_error(&node.pointer, e))?;
