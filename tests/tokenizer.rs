@@ -303,3 +303,23 @@ fn load_times_and_memory() {
         );
     }
 }
+
+/// The sorted-order copy of the token bytes and the first-byte blocks the mask walk uses agree
+/// with the id-indexed table, on every real tokenizer.
+#[test]
+fn sorted_order_bytes_and_first_byte_blocks_agree_with_the_table() {
+    for name in FIXTURE_NAMES {
+        let v = vocab(name);
+        let ids = v.sorted_token_ids();
+        for (pos, &id) in ids.iter().enumerate() {
+            assert_eq!(v.sorted_token_bytes(pos), v.token_bytes(id), "{name}: position {pos}");
+        }
+        assert!(v.sorted_token_bytes(ids.len()).is_empty());
+        for b in 0..=255u8 {
+            let range = v.sorted_first_byte_range(b, b);
+            let want: Vec<usize> = (0..ids.len()).filter(|&p| v.sorted_token_bytes(p)[0] == b).collect();
+            assert_eq!(range.clone().collect::<Vec<_>>(), want, "{name}: first byte {b:#04x}");
+        }
+        assert_eq!(v.sorted_first_byte_range(0, 255), 0..ids.len());
+    }
+}

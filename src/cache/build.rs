@@ -94,15 +94,7 @@ impl Walk {
 /// How many tokens start with a byte `state` can read (the tokens the walk does not reject at
 /// their first byte): the cost of a walk.
 fn first_byte_candidates(fsm: &GrammarFsm, state: StateId, vocab: &Vocabulary) -> usize {
-    let ids = vocab.sorted_token_ids();
-    fsm.byte_edges(state)
-        .iter()
-        .map(|e| {
-            let lo = ids.partition_point(|&id| vocab.token_bytes(id)[0] < e.lo);
-            let hi = ids.partition_point(|&id| vocab.token_bytes(id)[0] <= e.hi);
-            hi - lo
-        })
-        .sum()
+    fsm.byte_edges(state).iter().map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len()).sum()
 }
 
 /// Walks the tokens at sorted positions `range` with an isolated parser.
@@ -124,7 +116,7 @@ fn walk(
     let mut exits: Vec<u32> = vec![0];
     let mut i = range.start;
     while i < range.end {
-        let bytes = vocab.token_bytes(ids[i]);
+        let bytes = vocab.sorted_token_bytes(i);
         // Tokens skipped since the last walked one all extend its failed prefix, which is
         // longer than this token's common prefix with them, so `lcp[i]` is also the common
         // prefix with the walked token.
@@ -165,9 +157,7 @@ fn walk(
         i += 1;
         if held == 0 {
             // Rejected at the first byte: jump over the whole block of that first byte.
-            let b = bytes[0];
-            i = range.start
-                + ids[range.start..range.end].partition_point(|&id| vocab.token_bytes(id)[0] <= b).max(i - range.start);
+            i = vocab.sorted_first_byte_range(bytes[0], bytes[0]).end.clamp(i, range.end);
             continue;
         }
         while i < range.end && lcp[i] as usize > held {
@@ -201,7 +191,7 @@ pub(super) fn walk_positions(
     let mut failed: Option<(usize, Class)> = None;
     for &pos in positions {
         let id = ids[pos as usize];
-        let bytes = vocab.token_bytes(id);
+        let bytes = vocab.sorted_token_bytes(pos as usize);
         let lcp = crate::tokenizer::common_prefix_len(prev, bytes);
         if let Some((f, class)) = failed {
             if lcp > f {

@@ -104,7 +104,7 @@ fn free_walk(
     let mut stack: Vec<StateId> = vec![from];
     let mut i = 0;
     while i < n {
-        let bytes = vocab.token_bytes(ids[i]);
+        let bytes = vocab.sorted_token_bytes(i);
         stack.truncate((lcp[i] as usize).min(stack.len() - 1) + 1);
         let mut k = stack.len() - 1;
         let mut coincide = None;

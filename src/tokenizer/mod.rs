@@ -134,6 +134,14 @@ pub(crate) struct ByteTable {
     sorted_lcp: Vec<u32>,
     /// id → position in `sorted_ids` (`u32::MAX` for tokens without bytes).
     sorted_pos: Vec<u32>,
+    /// The bytes of the tokens again, in sorted order (position `i` is
+    /// `sorted_data[sorted_offsets[i]..sorted_offsets[i + 1]]`): the mask walk reads tokens in
+    /// this order, and contiguous bytes keep it in cache where `data` would jump around.
+    sorted_data: Vec<u8>,
+    sorted_offsets: Vec<u32>,
+    /// `first_byte_start[b]`: the first sorted position whose token starts with a byte `>= b`
+    /// (`first_byte_start[256]` is the number of sorted tokens).
+    first_byte_start: Vec<u32>,
     /// The normal tokens as a bitmask in the engine layout.
     normal_mask: Vec<u32>,
     /// Every token (normal or special, not padding) as a bitmask in the engine layout.
@@ -477,6 +485,26 @@ impl Vocabulary {
         &self.bytes.sorted_lcp
     }
 
+    /// The bytes of the token at position `pos` of [`sorted_token_ids`](Self::sorted_token_ids)
+    /// (the same as `token_bytes(sorted_token_ids()[pos])`, read from a copy laid out in sorted
+    /// order). Empty past the end.
+    #[inline]
+    pub fn sorted_token_bytes(&self, pos: usize) -> &[u8] {
+        let t = &*self.bytes;
+        match (t.sorted_offsets.get(pos), t.sorted_offsets.get(pos + 1)) {
+            (Some(&start), Some(&end)) => &t.sorted_data[start as usize..end as usize],
+            _ => &[],
+        }
+    }
+
+    /// The positions of [`sorted_token_ids`](Self::sorted_token_ids) whose tokens start with a
+    /// byte in `lo..=hi`.
+    #[inline]
+    pub fn sorted_first_byte_range(&self, lo: u8, hi: u8) -> std::ops::Range<usize> {
+        let starts = &self.bytes.first_byte_start;
+        starts[lo as usize] as usize..starts[hi as usize + 1] as usize
+    }
+
     /// The position of token `id` in [`sorted_token_ids`](Self::sorted_token_ids), or `None`
     /// for special tokens, padding ids and ids past the table.
     #[inline]
@@ -525,6 +553,9 @@ impl Vocabulary {
             + b.sorted_ids.capacity() * 4
             + b.sorted_lcp.capacity() * 4
             + b.sorted_pos.capacity() * 4
+            + b.sorted_data.capacity()
+            + b.sorted_offsets.capacity() * 4
+            + b.first_byte_start.capacity() * 4
             + b.normal_mask.capacity() * 4
             + b.token_mask.capacity() * 4
             + self.stop_ids.len() * 4
@@ -661,6 +692,20 @@ pub(crate) fn build_byte_table(
         sorted_lcp.push(common_prefix_len(prev, cur) as u32);
         prev = cur;
     }
+    let mut sorted_data = Vec::with_capacity(data.len());
+    let mut sorted_offsets = Vec::with_capacity(sorted_ids.len() + 1);
+    sorted_offsets.push(0u32);
+    let mut first_byte_start = vec![sorted_ids.len() as u32; 257];
+    for (pos, &id) in sorted_ids.iter().enumerate().rev() {
+        first_byte_start[bytes_of(id)[0] as usize] = pos as u32;
+    }
+    for b in (0..256).rev() {
+        first_byte_start[b] = first_byte_start[b].min(first_byte_start[b + 1]);
+    }
+    for &id in &sorted_ids {
+        sorted_data.extend_from_slice(bytes_of(id));
+        sorted_offsets.push(sorted_data.len() as u32);
+    }
     let mut sorted_pos = vec![u32::MAX; n];
     for (pos, &id) in sorted_ids.iter().enumerate() {
         sorted_pos[id as usize] = pos as u32;
@@ -674,7 +719,20 @@ pub(crate) fn build_byte_table(
     for &id in &texts.special_ids {
         token_mask[id as usize / 32] |= 1 << (id % 32);
     }
-    Ok(ByteTable { kind, data, offsets, sorted_ids, sorted_lcp, sorted_pos, normal_mask, token_mask, max_token_len })
+    Ok(ByteTable {
+        kind,
+        data,
+        offsets,
+        sorted_ids,
+        sorted_lcp,
+        sorted_pos,
+        sorted_data,
+        sorted_offsets,
+        first_byte_start,
+        normal_mask,
+        token_mask,
+        max_token_len,
+    })
 }
 
 #[cfg(test)]
