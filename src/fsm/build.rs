@@ -1,7 +1,7 @@
 //! Grammar IR → one automaton per rule, then frozen into a [`GrammarFsm`].
 //!
-//! Thompson construction with epsilon edges, then [`super::determinize`] (epsilon removal,
-//! subset construction, minimization). Two policies live here:
+//! Thompson construction with epsilon edges, then [`super::determinize::optimize`] (epsilon
+//! removal, suffix merging, subset construction, minimization). Two policies live here:
 //!
 //! * **repetition**: expanded into the automaton when the expansion is small, else a counted
 //!   rule (see [`RuleKind::Counted`]);
@@ -13,7 +13,7 @@
 //!   tokens like `",` or `"}` readable inside one automaton. Rules only reached through inlined
 //!   references get no automaton of their own.
 
-use super::determinize::{determinize, merge_equal_suffixes, minimize, remove_epsilons};
+use super::determinize::optimize;
 use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::hash::FastMap;
@@ -216,15 +216,7 @@ impl Builder<'_> {
             return Err(e);
         }
         nfa.finals[end as usize] = true;
-        // Merging equal suffixes first shrinks the copies inlining made before the two
-        // superlinear steps run.
-        let nfa = merge_equal_suffixes(&remove_epsilons(&nfa));
-        let nfa_edges: usize = nfa.edges.iter().map(Vec::len).sum();
-        let work = self.limits.max_dfa_work.saturating_add(nfa_edges.saturating_mul(16));
-        Ok(match determinize(&nfa, self.limits.max_dfa_states, work) {
-            Some(dfa) => minimize(&merge_equal_suffixes(&dfa)),
-            None => nfa,
-        })
+        Ok(optimize(&nfa, self.limits.max_dfa_states, self.limits.max_dfa_work))
     }
 
     /// The automaton of a rule whose body is a `TagDispatch` (see [`tag_dispatch`]): bodies

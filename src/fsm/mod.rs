@@ -21,8 +21,11 @@
 
 mod build;
 mod determinize;
+mod flat;
 pub mod hash;
 pub mod lookahead;
+mod minimize;
+mod suffixes;
 mod tag_dispatch;
 mod token;
 
