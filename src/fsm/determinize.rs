@@ -11,6 +11,7 @@
 
 use super::flat::FlatFsm;
 use super::minimize::minimize;
+use super::nfa::Nfa;
 use super::suffixes::merge_equal_suffixes;
 use super::{Fsm, Label};
 use crate::util::interner::SliceInterner;
@@ -18,7 +19,7 @@ use crate::util::interner::SliceInterner;
 /// A rule's Thompson automaton → epsilon-free, suffix-merged, and when subset construction
 /// stays within `max_dfa_states` states and `max_dfa_work` (+16 per NFA edge) edges read,
 /// deterministic and minimal; else the epsilon-free, suffix-merged NFA.
-pub(crate) fn optimize(nfa: &Fsm, max_dfa_states: usize, max_dfa_work: usize) -> Fsm {
+pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) -> Fsm {
     // Merging equal suffixes first shrinks the copies inlining made before the two
     // superlinear steps run.
     let nfa = merge_equal_suffixes(remove_epsilons(nfa));
@@ -34,16 +35,18 @@ pub(crate) fn optimize(nfa: &Fsm, max_dfa_states: usize, max_dfa_work: usize) ->
 
 /// Returns an equivalent automaton without epsilon edges, restricted to reachable states,
 /// with edges sorted and duplicates removed. States are numbered in breadth-first order.
-pub(crate) fn remove_epsilons(fsm: &Fsm) -> FlatFsm {
-    let n = fsm.state_len();
+pub(crate) fn remove_epsilons(nfa: &Nfa) -> FlatFsm {
+    let n = nfa.state_len();
+    let (offsets, adjacent) = nfa.by_source();
+    let edges = |s: u32| &adjacent[offsets[s as usize] as usize..offsets[s as usize + 1] as usize];
     // Only the start and the targets of non-epsilon edges become states, so only their epsilon
     // closures are computed, each when the state is first dequeued.
     let mut mark = vec![u32::MAX; n];
     let mut closure: Vec<u32> = Vec::new();
-    let mut out = FlatFsm::with_capacity(n, fsm.edges.iter().map(Vec::len).sum());
+    let mut out = FlatFsm::with_capacity(n, adjacent.len());
     let mut new_id = vec![u32::MAX; n];
-    let mut queue = vec![fsm.start];
-    new_id[fsm.start as usize] = out.add_state(false);
+    let mut queue = vec![nfa.start];
+    new_id[nfa.start as usize] = out.add_state(false);
     out.start = 0;
     let mut qi = 0;
     while qi < queue.len() {
@@ -56,7 +59,7 @@ pub(crate) fn remove_epsilons(fsm: &Fsm) -> FlatFsm {
         while i < closure.len() {
             let x = closure[i];
             i += 1;
-            for &(l, t) in &fsm.edges[x as usize] {
+            for &(l, t) in edges(x) {
                 if l == Label::Epsilon && mark[t as usize] != s {
                     mark[t as usize] = s;
                     closure.push(t);
@@ -66,8 +69,8 @@ pub(crate) fn remove_epsilons(fsm: &Fsm) -> FlatFsm {
         // States are dequeued in id order, so `s`'s edges are the next ones written.
         let mut is_final = false;
         for &c in &closure {
-            is_final |= fsm.finals[c as usize];
-            for &(l, t) in &fsm.edges[c as usize] {
+            is_final |= nfa.finals[c as usize];
+            for &(l, t) in edges(c) {
                 if l != Label::Epsilon {
                     if new_id[t as usize] == u32::MAX {
                         new_id[t as usize] = out.add_state(false);
@@ -95,7 +98,7 @@ pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> R
         return Ok(fsm);
     }
     let mut out = FlatFsm::with_capacity(fsm.state_len(), fsm.edge_len());
-    let mut subsets: SliceInterner<u32> = SliceInterner::new();
+    let mut subsets: SliceInterner<u32> = SliceInterner::with_capacity(fsm.state_len(), 2 * fsm.state_len());
     subsets.intern(&[fsm.start]);
     out.add_state(false);
     out.start = 0;
@@ -240,6 +243,15 @@ mod tests {
         })
     }
 
+    /// The same automaton as Thompson construction's representation.
+    fn nfa_of(fsm: &Fsm) -> Nfa {
+        let mut nfa = Nfa { start: fsm.start, finals: fsm.finals.clone(), ..Nfa::default() };
+        for (s, edges) in fsm.edges.iter().enumerate() {
+            nfa.edges.extend(edges.iter().map(|&(l, t)| (s as u32, l, t)));
+        }
+        nfa
+    }
+
     /// Whether `fsm` accepts `word` (symbols: bytes, or `Label::Rule`), by NFA simulation.
     fn accepts(fsm: &Fsm, word: &[Label]) -> bool {
         let closure = |set: Vec<u32>| {
@@ -334,7 +346,7 @@ mod tests {
                             }
                         }
                     }
-                    remove_epsilons(&fsm)
+                    remove_epsilons(&nfa_of(&fsm))
                 })
         })
     }
@@ -347,7 +359,7 @@ mod tests {
         /// whole pipeline.
         #[test]
         fn steps_keep_the_language(fsm in automaton()) {
-            let plain = remove_epsilons(&fsm);
+            let plain = remove_epsilons(&nfa_of(&fsm));
             let merged = merge_equal_suffixes(plain.clone());
             prop_assert!(merged.state_len() <= plain.state_len());
             let dfa = determinize(merged.clone(), 10_000, usize::MAX).expect("small automata determinize");
@@ -355,7 +367,7 @@ mod tests {
             let min = minimize(dfa.clone());
             // Merging suffixes before minimizing (as the pipeline once did) changes nothing.
             prop_assert_eq!(minimize(merge_equal_suffixes(dfa.clone())).state_len(), min.state_len());
-            let optimized = optimize(&fsm, 10_000, usize::MAX);
+            let optimized = optimize(&nfa_of(&fsm), 10_000, usize::MAX);
             prop_assert_eq!(optimized.state_len(), min.state_len());
             let (plain, merged, dfa, min) = (plain.to_fsm(), merged.to_fsm(), dfa.to_fsm(), min.to_fsm());
             for w in words(4) {
@@ -373,7 +385,7 @@ mod tests {
         /// states; minimizing again merges nothing.
         #[test]
         fn minimize_matches_moore(nfa in automaton(), copied in copied_dfa()) {
-            let dfa = determinize(remove_epsilons(&nfa), 10_000, usize::MAX).expect("small automata determinize");
+            let dfa = determinize(remove_epsilons(&nfa_of(&nfa)), 10_000, usize::MAX).expect("small automata determinize");
             for dfa in [dfa, copied] {
                 let min = minimize(dfa.clone());
                 prop_assert_eq!(min.state_len(), moore_block_count(&dfa));

@@ -25,6 +25,7 @@ mod flat;
 pub mod hash;
 pub mod lookahead;
 mod minimize;
+mod nfa;
 mod suffixes;
 mod tag_dispatch;
 mod token;

@@ -20,8 +20,8 @@ pub(crate) fn merge_equal_suffixes(fsm: FlatFsm) -> FlatFsm {
                                   // Signatures `[(Epsilon, finality), (label, rep of target)...]` (sorted, deduplicated; the
                                   // epsilon pseudo-edge, which no epsilon-free automaton has, carries the finality), and per
                                   // signature id the state that registered it.
-    let mut register: SliceInterner<(Label, u32)> = SliceInterner::new();
-    let mut owner: Vec<u32> = Vec::new();
+    let mut register: SliceInterner<(Label, u32)> = SliceInterner::with_capacity(n, n + fsm.edge_len());
+    let mut owner: Vec<u32> = Vec::with_capacity(n);
     let mut sig: Vec<(Label, u32)> = Vec::new();
     let mut stack: Vec<(u32, usize)> = vec![(fsm.start, 0)];
     state[fsm.start as usize] = 1;

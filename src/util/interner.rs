@@ -68,12 +68,35 @@ impl<T: InternKey> SliceInterner<T> {
         &self.arena[start..self.ends[id as usize] as usize]
     }
 
-    /// Forgets every slice, keeping the memory.
+    /// An empty interner with room for `slices` slices of `elements` elements in all.
+    pub fn with_capacity(slices: usize, elements: usize) -> Self {
+        SliceInterner {
+            arena: Vec::with_capacity(elements),
+            ends: Vec::with_capacity(slices),
+            hashes: Vec::with_capacity(slices),
+            table: vec![EMPTY; (slices * 2).next_power_of_two().max(16)],
+        }
+    }
+
+    /// Forgets every slice, keeping the memory. Costs O(slices interned), not O(table): an
+    /// interner cleared between many small uses (per block in minimization) must not pay for
+    /// the largest use each time.
     pub fn clear(&mut self) {
+        let mask = self.table.len() - 1;
+        if self.ends.len() * 4 < self.table.len() {
+            for (id, &h) in self.hashes.iter().enumerate() {
+                let mut i = slot(h, mask);
+                while self.table[i] != id as u32 {
+                    i = (i + 1) & mask;
+                }
+                self.table[i] = EMPTY;
+            }
+        } else {
+            self.table.fill(EMPTY);
+        }
         self.arena.clear();
         self.ends.clear();
         self.hashes.clear();
-        self.table.fill(EMPTY);
     }
 
     /// The id of `key`, and whether it is new (then it was copied into the arena).
@@ -147,14 +170,16 @@ mod tests {
 
     proptest! {
         /// Ids agree with a `HashMap<Vec<u32>, u32>` numbering in insertion order, across
-        /// growth and `clear`.
+        /// growth and `clear` (after large and small uses).
         #[test]
-        fn numbers_like_a_map(keys in prop::collection::vec(prop::collection::vec(0u32..4, 0..4), 0..200)) {
+        fn numbers_like_a_map(keys in prop::collection::vec(prop::collection::vec(0u32..6, 0..5), 0..400)) {
             let mut interner = SliceInterner::new();
-            for _ in 0..2 {
+            // Each round uses a quarter of the keys of the previous one, so `clear` runs both
+            // on a full table and on a mostly empty one.
+            for round in 0..4 {
                 interner.clear();
                 let mut map: std::collections::HashMap<Vec<u32>, u32> = Default::default();
-                for k in &keys {
+                for k in &keys[..keys.len() >> (2 * round)] {
                     let next = map.len() as u32;
                     let want = *map.entry(k.clone()).or_insert(next);
                     let (id, new) = interner.intern(k);
