@@ -13,13 +13,12 @@
 //!   tokens like `",` or `"}` readable inside one automaton. Rules only reached through inlined
 //!   references get no automaton of their own.
 
+use super::class::ClassLowering;
 use super::determinize::optimize;
 use super::nfa::Nfa;
 use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
-use crate::util::hash::FastMap;
 use crate::util::scc::strongly_connected_components;
-use crate::util::utf8::utf8_sequences;
 use std::borrow::Cow;
 
 /// Limits and thresholds of automaton construction.
@@ -92,6 +91,8 @@ struct Builder<'a> {
     /// Per rule, for dispatch rules, the Aho-Corasick depth of each free-text state (see
     /// `tag_dispatch::DispatchFsm::free_depth`); empty for other rules.
     free_depth: Vec<Vec<u32>>,
+    /// Character classes lowered so far (each distinct class is resolved once).
+    classes: ClassLowering,
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -117,6 +118,7 @@ pub fn build_grammar_fsm(grammar: &Grammar, limits: &FsmLimits) -> Result<Gramma
         states: 0,
         error: None,
         free_depth: Vec::new(),
+        classes: ClassLowering::default(),
     };
     let root = grammar.root().index() as u32;
     b.need(root);
@@ -274,27 +276,7 @@ impl Builder<'_> {
                 }
                 cur
             }
-            Expr::Class(class) => {
-                let end = nfa.add_state();
-                // Sequences share their common suffixes (most end in the same `[80-BF]`
-                // continuation bytes): a Unicode class takes ~8 states instead of ~20, and
-                // string automata are inlined in many places.
-                let mut suffix_state: FastMap<&[(u8, u8)], u32> = FastMap::default();
-                let seqs: Vec<_> =
-                    class.resolved_ranges().into_iter().flat_map(|(lo, hi)| utf8_sequences(lo, hi)).collect();
-                for seq in &seqs {
-                    let mut next = end;
-                    for k in (1..seq.len()).rev() {
-                        next = *suffix_state.entry(&seq[k..]).or_insert_with(|| {
-                            let s = nfa.add_state();
-                            nfa.add_edge(s, Label::Bytes(seq[k].0, seq[k].1), next);
-                            s
-                        });
-                    }
-                    nfa.add_edge(from, Label::Bytes(seq[0].0, seq[0].1), next);
-                }
-                end
-            }
+            Expr::Class(class) => self.classes.lower(nfa, class, from),
             Expr::Rule(r) => {
                 let r = r.index() as u32;
                 if self.inlines(r, nfa.state_len()) {

@@ -20,6 +20,7 @@
 //! consulting the context.
 
 mod build;
+mod class;
 mod determinize;
 mod flat;
 pub mod hash;
