@@ -20,25 +20,62 @@
 use super::flat::FlatFsm;
 use super::Label;
 use crate::util::interner::SliceInterner;
+use std::cell::RefCell;
 
 /// The minimal DFA equivalent to a deterministic, epsilon-free automaton (states that reach
 /// no final state are not merged into missing edges: signatures compare edges as they are).
 /// Returns `fsm` itself when no two states are equivalent; otherwise the blocks, numbered in
 /// breadth-first order from the start, edges in the order of the states they come from.
 pub(crate) fn minimize(fsm: FlatFsm) -> FlatFsm {
-    let n = fsm.state_len();
-    if n <= 1 {
+    if fsm.state_len() <= 1 {
         return fsm;
     }
-    let preds = Predecessors::new(&fsm);
-    let mut p = Partition::by_finality(&fsm.finals);
-    let mut sigs: SliceInterner<(Label, u32)> = SliceInterner::new();
-    let mut sig: Vec<(Label, u32)> = Vec::new();
-    // Per marked state of the block being split: (signature id, state); the part keeping the
-    // block id gets the key `u32::MAX` so that it sorts last, next to the unmarked states.
-    let mut items: Vec<(u32, u32)> = Vec::new();
-    let mut counts: Vec<usize> = Vec::new();
-    let mut moved: Vec<u32> = Vec::new();
+    SCRATCH.with_borrow_mut(|scratch| {
+        let out = minimize_with(fsm, scratch);
+        scratch.trim();
+        out
+    })
+}
+
+thread_local! {
+    /// Buffers reused by every minimization on this thread: a grammar's rule automata are
+    /// minimized by the thousands (most have tens of states), and allocating and freeing ~20
+    /// buffers per call was a third of the time minimization took.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The working memory of [`minimize`] (contents are meaningless between calls).
+#[derive(Default)]
+struct Scratch {
+    preds: Predecessors,
+    p: Partition,
+    sigs: SliceInterner<(Label, u32)>,
+    sig: Vec<(Label, u32)>,
+    /// Per marked state of the block being split: (signature id, state); the part keeping the
+    /// block id gets the key `u32::MAX` so that it sorts last, next to the unmarked states.
+    items: Vec<(u32, u32)>,
+    counts: Vec<usize>,
+    moved: Vec<u32>,
+    new_id: Vec<u32>,
+    queue: Vec<u32>,
+}
+
+impl Scratch {
+    /// Drops buffers grown by an unusually large automaton, so that a thread does not keep
+    /// megabytes for the rest of its life.
+    fn trim(&mut self) {
+        if self.p.elems.capacity() > 1 << 16 || self.preds.sources.capacity() > 1 << 17 {
+            *self = Scratch::default();
+        }
+    }
+}
+
+fn minimize_with(fsm: FlatFsm, scratch: &mut Scratch) -> FlatFsm {
+    let n = fsm.state_len();
+    let Scratch { preds, p, sigs, sig, items, counts, moved, new_id, queue } = scratch;
+    let sig = &mut *sig;
+    preds.fill(&fsm);
+    p.reset_by_finality(&fsm.finals);
     while let Some(b) = p.worklist.pop() {
         let (f, e) = (p.first[b as usize] as usize, p.end[b as usize] as usize);
         let m = std::mem::take(&mut p.marked[b as usize]) as usize;
@@ -49,20 +86,20 @@ pub(crate) fn minimize(fsm: FlatFsm) -> FlatFsm {
         let has_unmarked = f + m < e;
         if has_unmarked {
             // Signature id 0: the one all unmarked states share.
-            signature(&fsm, &p.block, p.elems[f + m], &mut sig);
-            sigs.intern(&sig);
+            signature(&fsm, &p.block, p.elems[f + m], sig);
+            sigs.intern(sig);
         }
         items.clear();
         for &s in &p.elems[f..f + m] {
-            signature(&fsm, &p.block, s, &mut sig);
-            items.push((sigs.intern(&sig).0, s));
+            signature(&fsm, &p.block, s, sig);
+            items.push((sigs.intern(sig).0, s));
         }
         if sigs.len() == 1 {
             continue;
         }
         counts.clear();
         counts.resize(sigs.len(), 0);
-        for &(id, _) in &items {
+        for &(id, _) in items.iter() {
             counts[id as usize] += 1;
         }
         if has_unmarked {
@@ -108,7 +145,7 @@ pub(crate) fn minimize(fsm: FlatFsm) -> FlatFsm {
             }
         }
         debug_assert_eq!(at, region_end);
-        for &s in &moved {
+        for &s in moved.iter() {
             for &q in preds.of(s) {
                 p.mark(q);
             }
@@ -120,12 +157,14 @@ pub(crate) fn minimize(fsm: FlatFsm) -> FlatFsm {
     }
     // One representative per block, blocks numbered breadth-first from the start's.
     const UNSEEN: u32 = u32::MAX;
-    let mut new_id = vec![UNSEEN; blocks];
+    new_id.clear();
+    new_id.resize(blocks, UNSEEN);
     let mut out = FlatFsm::with_capacity(blocks, fsm.edge_len());
     let start_block = p.block[fsm.start as usize];
     new_id[start_block as usize] = out.add_state(fsm.finals[fsm.start as usize]);
     out.start = 0;
-    let mut queue = vec![start_block];
+    queue.clear();
+    queue.push(start_block);
     let mut qi = 0;
     while qi < queue.len() {
         let s = p.elems[p.first[queue[qi] as usize] as usize];
@@ -167,15 +206,19 @@ fn signature(fsm: &FlatFsm, block: &[u32], s: u32, sig: &mut Vec<(Label, u32)>) 
 }
 
 /// The reverse edges, as one flat array (a state appears once per edge into the target).
+#[derive(Default)]
 struct Predecessors {
     offsets: Vec<u32>,
     sources: Vec<u32>,
 }
 
 impl Predecessors {
-    fn new(fsm: &FlatFsm) -> Self {
+    /// The reverse edges of `fsm`, replacing the previous contents.
+    fn fill(&mut self, fsm: &FlatFsm) {
         let n = fsm.state_len();
-        let mut offsets = vec![0u32; n + 1];
+        let offsets = &mut self.offsets;
+        offsets.clear();
+        offsets.resize(n + 1, 0);
         for s in 0..n as u32 {
             for &(_, t) in fsm.edges(s) {
                 offsets[t as usize + 1] += 1;
@@ -184,15 +227,19 @@ impl Predecessors {
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
-        let mut fill = offsets.clone();
-        let mut sources = vec![0u32; fsm.edge_len()];
-        for s in 0..n as u32 {
-            for &(_, t) in fsm.edges(s) {
-                sources[fill[t as usize] as usize] = s;
-                fill[t as usize] += 1;
+        self.sources.clear();
+        self.sources.resize(fsm.edge_len(), 0);
+        // Fill each target's range back to front, walking sources backwards, so that
+        // `offsets[t]` ends at the range's start without a second cursor array.
+        for s in (0..n as u32).rev() {
+            for &(_, t) in fsm.edges(s).iter().rev() {
+                offsets[t as usize + 1] -= 1;
+                self.sources[offsets[t as usize + 1] as usize] = s;
             }
         }
-        Predecessors { offsets, sources }
+        // Now `offsets[t + 1]` is the start of `t`'s range; shift back to (start, end) form.
+        offsets.remove(0);
+        offsets.push(fsm.edge_len() as u32);
     }
 
     #[inline]
@@ -203,6 +250,7 @@ impl Predecessors {
 
 /// Blocks of states as ranges `first[b]..end[b]` of the permutation `elems`, the first
 /// `marked[b]` of them marked; blocks with marked states are on `worklist` (once each).
+#[derive(Default)]
 struct Partition {
     elems: Vec<u32>,
     pos: Vec<u32>,
@@ -214,38 +262,37 @@ struct Partition {
 }
 
 impl Partition {
-    /// Non-final states, then final ones (one block when all agree), every state marked.
-    fn by_finality(finals: &[bool]) -> Self {
+    /// Non-final states, then final ones (one block when all agree), every state marked;
+    /// replaces the previous contents.
+    fn reset_by_finality(&mut self, finals: &[bool]) {
         let n = finals.len();
-        let mut elems: Vec<u32> = (0..n as u32).filter(|&s| !finals[s as usize]).collect();
-        let non_final = elems.len();
-        elems.extend((0..n as u32).filter(|&s| finals[s as usize]));
-        let mut pos = vec![0u32; n];
-        for (i, &s) in elems.iter().enumerate() {
-            pos[s as usize] = i as u32;
+        self.elems.clear();
+        self.elems.extend((0..n as u32).filter(|&s| !finals[s as usize]));
+        let non_final = self.elems.len();
+        self.elems.extend((0..n as u32).filter(|&s| finals[s as usize]));
+        self.pos.clear();
+        self.pos.resize(n, 0);
+        for (i, &s) in self.elems.iter().enumerate() {
+            self.pos[s as usize] = i as u32;
         }
-        let mut p = Partition {
-            elems,
-            pos,
-            block: vec![0; n],
-            first: Vec::new(),
-            end: Vec::new(),
-            marked: Vec::new(),
-            worklist: Vec::new(),
-        };
+        self.block.clear();
+        self.block.resize(n, 0);
+        self.first.clear();
+        self.end.clear();
+        self.marked.clear();
+        self.worklist.clear();
         for (lo, hi) in [(0, non_final), (non_final, n)] {
             if lo < hi {
-                let b = p.first.len() as u32;
-                p.first.push(lo as u32);
-                p.end.push(hi as u32);
-                p.marked.push((hi - lo) as u32);
-                p.worklist.push(b);
+                let b = self.first.len() as u32;
+                self.first.push(lo as u32);
+                self.end.push(hi as u32);
+                self.marked.push((hi - lo) as u32);
+                self.worklist.push(b);
                 for i in lo..hi {
-                    p.block[p.elems[i] as usize] = b;
+                    self.block[self.elems[i] as usize] = b;
                 }
             }
         }
-        p
     }
 
     /// Marks `s` (its signature may have changed), scheduling its block.
