@@ -15,6 +15,7 @@ use super::nfa::Nfa;
 use super::suffixes::merge_equal_suffixes;
 use super::{Fsm, Label};
 use crate::util::interner::SliceInterner;
+use std::cell::RefCell;
 
 /// A rule's Thompson automaton → epsilon-free, suffix-merged, and when subset construction
 /// stays within `max_dfa_states` states and `max_dfa_work` (+16 per NFA edge) edges read,
@@ -36,16 +37,63 @@ pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) ->
 /// Returns an equivalent automaton without epsilon edges, restricted to reachable states,
 /// with edges sorted and duplicates removed. States are numbered in breadth-first order.
 pub(crate) fn remove_epsilons(nfa: &Nfa) -> FlatFsm {
+    with_scratch(|scratch| remove_epsilons_with(nfa, scratch))
+}
+
+thread_local! {
+    /// Buffers reused by every call on this thread: a grammar's rule automata are built by the
+    /// thousands, most of them small, and per-call allocations were a fifth of these passes'
+    /// time.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The working memory of [`remove_epsilons`] and [`determinize`] (contents are meaningless
+/// between calls).
+#[derive(Default)]
+struct Scratch {
+    offsets: Vec<u32>,
+    adjacent: Vec<(Label, u32)>,
+    mark: Vec<u32>,
+    closure: Vec<u32>,
+    new_id: Vec<u32>,
+    queue: Vec<u32>,
+    subsets: SliceInterner<u32>,
+    subset: Vec<u32>,
+    points: Vec<u16>,
+    byte_edges: Vec<(u8, u8, u32)>,
+    rule_edges: Vec<(u32, u32)>,
+    group: Vec<u32>,
+    interval_targets: Vec<Vec<u32>>,
+}
+
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with_borrow_mut(|scratch| {
+        let r = f(scratch);
+        // Drop buffers grown by an unusually large automaton, so that a thread does not keep
+        // megabytes for the rest of its life.
+        if scratch.adjacent.capacity() > 1 << 17 || scratch.subsets.len() > 1 << 14 || scratch.mark.capacity() > 1 << 17
+        {
+            *scratch = Scratch::default();
+        }
+        r
+    })
+}
+
+fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> FlatFsm {
     let n = nfa.state_len();
-    let (offsets, adjacent) = nfa.by_source();
+    let Scratch { offsets, adjacent, mark, closure, new_id, queue, .. } = scratch;
+    nfa.by_source(offsets, adjacent);
     let edges = |s: u32| &adjacent[offsets[s as usize] as usize..offsets[s as usize + 1] as usize];
     // Only the start and the targets of non-epsilon edges become states, so only their epsilon
     // closures are computed, each when the state is first dequeued.
-    let mut mark = vec![u32::MAX; n];
-    let mut closure: Vec<u32> = Vec::new();
+    mark.clear();
+    mark.resize(n, u32::MAX);
+    closure.clear();
     let mut out = FlatFsm::with_capacity(n, adjacent.len());
-    let mut new_id = vec![u32::MAX; n];
-    let mut queue = vec![nfa.start];
+    new_id.clear();
+    new_id.resize(n, u32::MAX);
+    queue.clear();
+    queue.push(nfa.start);
     new_id[nfa.start as usize] = out.add_state(false);
     out.start = 0;
     let mut qi = 0;
@@ -68,7 +116,7 @@ pub(crate) fn remove_epsilons(nfa: &Nfa) -> FlatFsm {
         }
         // States are dequeued in id order, so `s`'s edges are the next ones written.
         let mut is_final = false;
-        for &c in &closure {
+        for &c in closure.iter() {
             is_final |= nfa.finals[c as usize];
             for &(l, t) in edges(c) {
                 if l != Label::Epsilon {
@@ -97,18 +145,21 @@ pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> R
     if is_deterministic(&fsm) {
         return Ok(fsm);
     }
+    with_scratch(|scratch| determinize_with(fsm, max_states, max_work, scratch))
+}
+
+fn determinize_with(
+    fsm: FlatFsm,
+    max_states: usize,
+    max_work: usize,
+    scratch: &mut Scratch,
+) -> Result<FlatFsm, FlatFsm> {
     let mut out = FlatFsm::with_capacity(fsm.state_len(), fsm.edge_len());
-    let mut subsets: SliceInterner<u32> = SliceInterner::with_capacity(fsm.state_len(), 2 * fsm.state_len());
+    let Scratch { subsets, subset, points, byte_edges, rule_edges, group, interval_targets, .. } = scratch;
+    subsets.clear();
     subsets.intern(&[fsm.start]);
     out.add_state(false);
     out.start = 0;
-    // Scratch buffers, reused for every subset.
-    let mut subset: Vec<u32> = Vec::new();
-    let mut points: Vec<u16> = Vec::new();
-    let mut byte_edges: Vec<(u8, u8, u32)> = Vec::new();
-    let mut rule_edges: Vec<(u32, u32)> = Vec::new();
-    let mut group: Vec<u32> = Vec::new();
-    let mut interval_targets: Vec<Vec<u32>> = Vec::new();
     let mut work = 0usize;
     let mut me = 0u32;
     while (me as usize) < subsets.len() {
@@ -119,7 +170,7 @@ pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> R
         points.clear();
         byte_edges.clear();
         rule_edges.clear();
-        for &s in &subset {
+        for &s in subset.iter() {
             let edges = fsm.edges(s);
             work += edges.len();
             for &(l, t) in edges {
@@ -145,7 +196,7 @@ pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> R
         if interval_targets.len() < intervals {
             interval_targets.resize_with(intervals, Vec::new);
         }
-        for &(lo, hi, t) in &byte_edges {
+        for &(lo, hi, t) in byte_edges.iter() {
             let first = points.partition_point(|&p| p < lo as u16);
             let last = points.partition_point(|&p| p <= hi as u16);
             for v in &mut interval_targets[first..last] {
@@ -160,7 +211,7 @@ pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> R
             }
             targets.sort_unstable();
             targets.dedup();
-            let t = intern(&mut subsets, &mut out, targets);
+            let t = intern(subsets, &mut out, targets);
             // Merge with the previous edge when contiguous and same target.
             if let Some((Label::Bytes(_, phi), pt)) = out.open_edges().last_mut() {
                 if *pt == t && *phi as u16 + 1 == a {
@@ -175,7 +226,7 @@ pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> R
             group.clear();
             group.extend(run.iter().map(|&(_, t)| t));
             group.dedup();
-            let t = intern(&mut subsets, &mut out, &group);
+            let t = intern(subsets, &mut out, group);
             out.push_edge(Label::Rule(run[0].0), t);
         }
         out.end_state();

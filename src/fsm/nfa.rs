@@ -37,23 +37,28 @@ impl Nfa {
         self.finals.len()
     }
 
-    /// The edges grouped by source, each group in insertion order: `(offsets, edges)` with the
-    /// edges of `s` at `edges[offsets[s]..offsets[s + 1]]`.
-    pub(crate) fn by_source(&self) -> (Vec<u32>, Vec<(Label, u32)>) {
+    /// The edges grouped by source, each group in insertion order, written into `offsets` and
+    /// `edges` (previous contents replaced): the edges of `s` are
+    /// `edges[offsets[s]..offsets[s + 1]]`.
+    pub(crate) fn by_source(&self, offsets: &mut Vec<u32>, edges: &mut Vec<(Label, u32)>) {
         let n = self.state_len();
-        let mut offsets = vec![0u32; n + 1];
+        offsets.clear();
+        offsets.resize(n + 1, 0);
         for &(from, _, _) in &self.edges {
             offsets[from as usize + 1] += 1;
         }
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
-        let mut fill = offsets.clone();
-        let mut out = vec![(Label::Epsilon, 0); self.edges.len()];
-        for &(from, l, to) in &self.edges {
-            out[fill[from as usize] as usize] = (l, to);
-            fill[from as usize] += 1;
+        edges.clear();
+        edges.resize(self.edges.len(), (Label::Epsilon, 0));
+        // Back to front, so that `offsets[from + 1]` walks down to the group's start: then
+        // `offsets[k + 1]` is the start of group `k`, and one shift restores the end form.
+        for &(from, l, to) in self.edges.iter().rev() {
+            offsets[from as usize + 1] -= 1;
+            edges[offsets[from as usize + 1] as usize] = (l, to);
         }
-        (offsets, out)
+        offsets.remove(0);
+        offsets.push(self.edges.len() as u32);
     }
 }

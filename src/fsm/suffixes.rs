@@ -3,6 +3,7 @@
 use super::flat::FlatFsm;
 use super::Label;
 use crate::util::interner::SliceInterner;
+use std::cell::RefCell;
 
 /// Merges states that have the same finality and the same outgoing edges once their targets
 /// are merged (Revuz's register, in DFS post-order). Such states accept the same language in
@@ -12,18 +13,51 @@ use crate::util::interner::SliceInterner;
 /// subset construction runs on far fewer states. Returns `fsm` itself when nothing merges;
 /// otherwise the representatives, numbered in breadth-first order from the start.
 pub(crate) fn merge_equal_suffixes(fsm: FlatFsm) -> FlatFsm {
+    SCRATCH.with_borrow_mut(|scratch| {
+        let out = merge_with(fsm, scratch);
+        if scratch.rep.capacity() > 1 << 16 {
+            *scratch = Scratch::default();
+        }
+        out
+    })
+}
+
+thread_local! {
+    /// Buffers reused by every call on this thread (a grammar's rule automata are built by the
+    /// thousands, most of them small: per-call allocations were a fifth of this pass's time).
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The working memory of [`merge_equal_suffixes`] (contents are meaningless between calls).
+#[derive(Default)]
+struct Scratch {
+    /// Per state, its representative once finished; itself before.
+    rep: Vec<u32>,
+    /// Per state: 0 unseen, 1 on the DFS stack, 2 finished.
+    state: Vec<u8>,
+    /// Signatures `[(Epsilon, finality), (label, rep of target)...]` (sorted, deduplicated; the
+    /// epsilon pseudo-edge, which no epsilon-free automaton has, carries the finality), and per
+    /// signature id the state that registered it.
+    register: SliceInterner<(Label, u32)>,
+    owner: Vec<u32>,
+    sig: Vec<(Label, u32)>,
+    stack: Vec<(u32, usize)>,
+    new_id: Vec<u32>,
+    queue: Vec<u32>,
+}
+
+fn merge_with(fsm: FlatFsm, scratch: &mut Scratch) -> FlatFsm {
     let n = fsm.state_len();
     const UNSEEN: u32 = u32::MAX;
-    // rep[s]: the representative of s once s is finished; s itself before.
-    let mut rep: Vec<u32> = (0..n as u32).collect();
-    let mut state = vec![0u8; n]; // 0 unseen, 1 on the stack, 2 finished
-                                  // Signatures `[(Epsilon, finality), (label, rep of target)...]` (sorted, deduplicated; the
-                                  // epsilon pseudo-edge, which no epsilon-free automaton has, carries the finality), and per
-                                  // signature id the state that registered it.
-    let mut register: SliceInterner<(Label, u32)> = SliceInterner::with_capacity(n, n + fsm.edge_len());
-    let mut owner: Vec<u32> = Vec::with_capacity(n);
-    let mut sig: Vec<(Label, u32)> = Vec::new();
-    let mut stack: Vec<(u32, usize)> = vec![(fsm.start, 0)];
+    let Scratch { rep, state, register, owner, sig, stack, new_id, queue } = scratch;
+    rep.clear();
+    rep.extend(0..n as u32);
+    state.clear();
+    state.resize(n, 0);
+    register.clear();
+    owner.clear();
+    stack.clear();
+    stack.push((fsm.start, 0));
     state[fsm.start as usize] = 1;
     while let Some(&mut (s, ref mut pos)) = stack.last_mut() {
         let edges = fsm.edges(s);
@@ -43,7 +77,7 @@ pub(crate) fn merge_equal_suffixes(fsm: FlatFsm) -> FlatFsm {
         sig.extend(edges.iter().map(|&(l, t)| (l, rep[t as usize])));
         sig[1..].sort_unstable();
         sig.dedup();
-        let (id, new) = register.intern(&sig);
+        let (id, new) = register.intern(sig);
         if new {
             owner.push(s);
         } else {
@@ -54,13 +88,15 @@ pub(crate) fn merge_equal_suffixes(fsm: FlatFsm) -> FlatFsm {
     if register.len() == n {
         return fsm;
     }
-    let mut new_id = vec![UNSEEN; n];
+    new_id.clear();
+    new_id.resize(n, UNSEEN);
     let mut out = FlatFsm::with_capacity(register.len(), fsm.edge_len());
     // Number the representatives from the start, in BFS order, for a stable layout.
     let start = rep[fsm.start as usize];
     new_id[start as usize] = out.add_state(fsm.finals[start as usize]);
     out.start = 0;
-    let mut queue = vec![start];
+    queue.clear();
+    queue.push(start);
     let mut qi = 0;
     while qi < queue.len() {
         let s = queue[qi];
