@@ -2,8 +2,9 @@
 //!
 //! Every rule body becomes a finite automaton whose edges read a **byte range**, or reference
 //! another **rule** (the Earley parser predicts into it and resumes on completion). Epsilon
-//! edges exist only while building ([`Fsm`]); they are removed, and the automaton is
-//! determinized when that stays small, before freezing. Determinism matters twice: it keeps
+//! edges exist only in Thompson construction's automaton (`nfa::Nfa`); the construction passes
+//! (`flat::FlatFsm`, see `determinize::optimize`) remove them and determinize when that stays
+//! small, and hand each rule's automaton over as an [`Fsm`] to be frozen. Determinism matters twice: it keeps
 //! Earley sets small (one item per position instead of one per NFA path), and it makes the
 //! structural hash of an automaton canonical (the cross-grammar cache key, XGrammar-2 §3.3).
 //!
@@ -98,7 +99,8 @@ impl Ord for Label {
     }
 }
 
-/// A mutable automaton with epsilon edges, used while building one rule.
+/// One rule's automaton as it is frozen: the construction passes' result, or a `TagDispatch`
+/// automaton built directly (no epsilon edges once the passes ran).
 #[derive(Clone, Debug, Default)]
 pub struct Fsm {
     /// Outgoing edges per state: (label, target).
