@@ -1,7 +1,7 @@
 //! Grammar IR → one automaton per rule, then frozen into a [`GrammarFsm`].
 //!
-//! Thompson construction with epsilon edges, then [`super::determinize`] (epsilon removal,
-//! subset construction, minimization). Two policies live here:
+//! Thompson construction with epsilon edges, then [`super::determinize::optimize`] (epsilon
+//! removal, suffix merging, subset construction, minimization). Two policies live here:
 //!
 //! * **repetition**: expanded into the automaton when the expansion is small, else a counted
 //!   rule (see [`RuleKind::Counted`]);
@@ -13,13 +13,14 @@
 //!   tokens like `",` or `"}` readable inside one automaton. Rules only reached through inlined
 //!   references get no automaton of their own.
 
-use super::determinize::{determinize, merge_equal_suffixes, minimize, remove_epsilons};
+use super::class::ClassLowering;
+use super::determinize::optimize;
+use super::nfa::Nfa;
 use super::rule_cache::RuleFsmCache;
 use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
-use crate::util::hash::FastMap;
 use crate::util::scc::strongly_connected_components;
-use crate::util::utf8::utf8_sequences;
+use std::borrow::Cow;
 
 /// Limits and thresholds of automaton construction.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,14 +87,15 @@ struct Builder<'a> {
     /// Bodies not yet built, each with the rules inlined around it where it was written (a
     /// counted rule's body must not inline them again, or a recursive rule would spawn new
     /// counted rules forever).
-    /// `None` as the body stands for the grammar rule's own body (not copied).
-    pending: Vec<Option<(Option<Expr>, Vec<u32>)>>,
+    pending: Vec<Option<(Cow<'a, Expr>, Vec<u32>)>>,
     states: usize,
     /// The first error met while lowering an expression (`expr` itself cannot fail).
     error: Option<GrammarError>,
     /// Per rule, for dispatch rules, the Aho-Corasick depth of each free-text state (see
     /// `tag_dispatch::DispatchFsm::free_depth`); empty for other rules.
     free_depth: Vec<Vec<u32>>,
+    /// Character classes lowered so far (each distinct class is resolved once).
+    classes: ClassLowering,
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -127,10 +129,13 @@ pub fn build_grammar_fsm_cached(
         queue: Vec::new(),
         names: grammar.rules().iter().map(|r| r.name.clone()).collect(),
         kinds: vec![RuleKind::Plain; n],
-        pending: (0..n).map(|_| Some((None, Vec::new()))).collect(),
+        // Grammar rules' bodies are borrowed: most are only inlined, never built (cloning them
+        // all cost ~5% of building a tool-calling grammar's automata).
+        pending: grammar.rules().iter().map(|r| Some((Cow::Borrowed(&r.body), Vec::new()))).collect(),
         states: 0,
         error: None,
         free_depth: Vec::new(),
+        classes: ClassLowering::default(),
     };
     let root = grammar.root().index() as u32;
     b.need(root);
@@ -139,10 +144,7 @@ pub fn build_grammar_fsm_cached(
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
         b.inline_stack = outer;
         b.inline_stack.push(r);
-        let mut fsm = match &body {
-            Some(body) => b.rule_fsm(body, r)?,
-            None => b.rule_fsm(&grammar.rules()[r as usize].body, r)?,
-        };
+        let mut fsm = b.rule_fsm(&body, r)?;
         b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
             add_fresh_start(&mut fsm);
@@ -192,21 +194,6 @@ pub fn build_grammar_fsm_cached(
     Ok(g)
 }
 
-/// Epsilon removal, subset construction and minimization of a Thompson automaton: the
-/// expensive part of building a rule, and a function of the automaton and the two budgets alone
-/// (which is what lets [`RuleFsmCache`] key on them).
-fn finish_rule_fsm(nfa: &Fsm, max_dfa_states: usize, max_dfa_work: usize) -> Fsm {
-    // Merging equal suffixes first shrinks the copies inlining made before the two superlinear
-    // steps run.
-    let nfa = merge_equal_suffixes(&remove_epsilons(nfa));
-    let nfa_edges: usize = nfa.edges.iter().map(Vec::len).sum();
-    let work = max_dfa_work.saturating_add(nfa_edges.saturating_mul(16));
-    match determinize(&nfa, max_dfa_states, work) {
-        Some(dfa) => minimize(&merge_equal_suffixes(&dfa)),
-        None => nfa,
-    }
-}
-
 /// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
 /// start" always means "a new iteration begins" (see [`RuleKind::Counted`]). The new start keeps
 /// the old start's finality: for counted rules, finality marks where an iteration may end.
@@ -244,7 +231,7 @@ impl Builder<'_> {
         if let Expr::TagDispatch(t) = body {
             return self.dispatch_rule(t, rule);
         }
-        let mut nfa = Fsm::default();
+        let mut nfa = Nfa::default();
         let start = nfa.add_state();
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
@@ -254,10 +241,9 @@ impl Builder<'_> {
         nfa.finals[end as usize] = true;
         let (max_states, max_work) = (self.limits.max_dfa_states, self.limits.max_dfa_work);
         Ok(match self.cache {
-            Some(cache) => cache.get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| {
-                finish_rule_fsm(nfa, max_states, max_work)
-            }),
-            None => finish_rule_fsm(&nfa, max_states, max_work),
+            Some(cache) => cache
+                .get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| optimize(nfa, max_states, max_work)),
+            None => optimize(&nfa, max_states, max_work),
         })
     }
 
@@ -290,13 +276,13 @@ impl Builder<'_> {
         let r = self.names.len() as u32;
         self.names.push(name);
         self.kinds.push(RuleKind::Plain);
-        self.pending.push(Some((Some(body.clone()), self.inline_stack.clone())));
+        self.pending.push(Some((Cow::Owned(body.clone()), self.inline_stack.clone())));
         self.need(r);
         r
     }
 
     /// Adds `e` to `nfa` starting at `from`; returns the state where it ends.
-    fn expr(&mut self, nfa: &mut Fsm, e: &Expr, from: u32) -> u32 {
+    fn expr(&mut self, nfa: &mut Nfa, e: &Expr, from: u32) -> u32 {
         match e {
             Expr::Empty => from,
             Expr::Bytes(bytes) => {
@@ -312,27 +298,7 @@ impl Builder<'_> {
                 }
                 cur
             }
-            Expr::Class(class) => {
-                let end = nfa.add_state();
-                // Sequences share their common suffixes (most end in the same `[80-BF]`
-                // continuation bytes): a Unicode class takes ~8 states instead of ~20, and
-                // string automata are inlined in many places.
-                let mut suffix_state: FastMap<&[(u8, u8)], u32> = FastMap::default();
-                let seqs: Vec<_> =
-                    class.resolved_ranges().into_iter().flat_map(|(lo, hi)| utf8_sequences(lo, hi)).collect();
-                for seq in &seqs {
-                    let mut next = end;
-                    for k in (1..seq.len()).rev() {
-                        next = *suffix_state.entry(&seq[k..]).or_insert_with(|| {
-                            let s = nfa.add_state();
-                            nfa.add_edge(s, Label::Bytes(seq[k].0, seq[k].1), next);
-                            s
-                        });
-                    }
-                    nfa.add_edge(from, Label::Bytes(seq[0].0, seq[0].1), next);
-                }
-                end
-            }
+            Expr::Class(class) => self.classes.lower(nfa, class, from),
             Expr::Rule(r) => {
                 let r = r.index() as u32;
                 if self.inlines(r, nfa.state_len()) {
@@ -387,7 +353,7 @@ impl Builder<'_> {
         }
     }
 
-    fn expand_repeat(&mut self, nfa: &mut Fsm, inner: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {
+    fn expand_repeat(&mut self, nfa: &mut Nfa, inner: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {
         let mut cur = from;
         for _ in 0..min {
             let s = nfa.add_state();
@@ -430,7 +396,7 @@ impl Builder<'_> {
         let bound = if max == u32::MAX { String::new() } else { max.to_string() };
         self.names.push(format!("$repeat{r}{{{min},{bound}}}"));
         self.kinds.push(RuleKind::Counted { min, max });
-        self.pending.push(Some((Some(e.clone()), self.inline_stack.clone())));
+        self.pending.push(Some((Cow::Owned(e.clone()), self.inline_stack.clone())));
         r
     }
 }
@@ -654,6 +620,9 @@ fn freeze(fsms: &[Fsm], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<
         free_text: Vec::new(),
     };
     let mut base = 0u32;
+    // Per-state scratch, reused (one allocation per state was a visible cost).
+    let mut bytes: Vec<ByteEdge> = Vec::new();
+    let mut rules: Vec<RuleEdge> = Vec::new();
     for (r, fsm) in fsms.iter().enumerate() {
         g.rules.push(FsmRule {
             name: names[r].clone(),
@@ -666,8 +635,8 @@ fn freeze(fsms: &[Fsm], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<
             g.finals.push(fsm.finals[s]);
             g.byte_offsets.push(g.byte_edges.len() as u32);
             g.rule_offsets.push(g.rule_edges.len() as u32);
-            let mut bytes: Vec<ByteEdge> = Vec::new();
-            let mut rules: Vec<RuleEdge> = Vec::new();
+            bytes.clear();
+            rules.clear();
             for &(l, t) in &fsm.edges[s] {
                 match l {
                     Label::Bytes(lo, hi) => bytes.push(ByteEdge { lo, hi, target: base + t }),
@@ -677,8 +646,8 @@ fn freeze(fsms: &[Fsm], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<
             }
             bytes.sort_unstable_by_key(|e| (e.lo, e.hi, e.target));
             rules.sort_unstable_by_key(|e| (e.rule, e.target));
-            g.byte_edges.extend(bytes);
-            g.rule_edges.extend(rules);
+            g.byte_edges.extend_from_slice(&bytes);
+            g.rule_edges.extend_from_slice(&rules);
         }
         base += fsm.state_len() as u32;
     }

@@ -1,26 +1,100 @@
-//! Epsilon removal and subset construction for rule automata.
+//! Epsilon removal and subset construction for rule automata, and the pipeline of passes that
+//! turns a rule's Thompson automaton into its final form ([`optimize`]).
 //!
 //! Rule references are treated as ordinary symbols (one symbol per referenced rule), so the
 //! determinized automaton has at most one target per byte and per rule. Subset construction can
 //! blow up; it is abandoned past a state budget and the epsilon-free NFA is kept (the Earley
 //! parser handles nondeterminism, only less efficiently).
+//!
+//! The passes work on [`FlatFsm`] and intern subsets in a [`SliceInterner`]: no allocation per
+//! state or per subset (see `docs/design-notes.md`, "Automaton construction speed").
 
+use super::flat::FlatFsm;
+use super::minimize::minimize;
+use super::nfa::Nfa;
+use super::suffixes::merge_equal_suffixes;
 use super::{Fsm, Label};
-use crate::util::hash::FastMap;
+use crate::util::interner::SliceInterner;
+use std::cell::RefCell;
+
+/// A rule's Thompson automaton → epsilon-free, suffix-merged, and when subset construction
+/// stays within `max_dfa_states` states and `max_dfa_work` (+16 per NFA edge) edges read,
+/// deterministic and minimal; else the epsilon-free, suffix-merged NFA.
+pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) -> Fsm {
+    // Merging equal suffixes first shrinks the copies inlining made before the two
+    // superlinear steps run.
+    let nfa = merge_equal_suffixes(remove_epsilons(nfa));
+    let work = max_dfa_work.saturating_add(nfa.edge_len().saturating_mul(16));
+    match determinize(nfa, max_dfa_states, work) {
+        // Minimization is O(E log n) and finds the unique minimal DFA, so merging suffixes of
+        // the DFA first (as the quadratic Moore refinement needed) would only repeat its work.
+        Ok(dfa) => minimize(dfa),
+        Err(nfa) => nfa,
+    }
+    .to_fsm()
+}
 
 /// Returns an equivalent automaton without epsilon edges, restricted to reachable states,
-/// with edges sorted and duplicates removed.
-pub(crate) fn remove_epsilons(fsm: &Fsm) -> Fsm {
-    let n = fsm.state_len();
+/// with edges sorted and duplicates removed. States are numbered in breadth-first order.
+pub(crate) fn remove_epsilons(nfa: &Nfa) -> FlatFsm {
+    with_scratch(|scratch| remove_epsilons_with(nfa, scratch))
+}
+
+thread_local! {
+    /// Buffers reused by every call on this thread: a grammar's rule automata are built by the
+    /// thousands, most of them small, and per-call allocations were a fifth of these passes'
+    /// time.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The working memory of [`remove_epsilons`] and [`determinize`] (contents are meaningless
+/// between calls).
+#[derive(Default)]
+struct Scratch {
+    offsets: Vec<u32>,
+    adjacent: Vec<(Label, u32)>,
+    mark: Vec<u32>,
+    closure: Vec<u32>,
+    new_id: Vec<u32>,
+    queue: Vec<u32>,
+    subsets: SliceInterner<u32>,
+    subset: Vec<u32>,
+    points: Vec<u16>,
+    byte_edges: Vec<(u8, u8, u32)>,
+    rule_edges: Vec<(u32, u32)>,
+    group: Vec<u32>,
+    interval_targets: Vec<Vec<u32>>,
+}
+
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with_borrow_mut(|scratch| {
+        let r = f(scratch);
+        // Drop buffers grown by an unusually large automaton, so that a thread does not keep
+        // megabytes for the rest of its life.
+        if scratch.adjacent.capacity() > 1 << 17 || scratch.subsets.len() > 1 << 14 || scratch.mark.capacity() > 1 << 17
+        {
+            *scratch = Scratch::default();
+        }
+        r
+    })
+}
+
+fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> FlatFsm {
+    let n = nfa.state_len();
+    let Scratch { offsets, adjacent, mark, closure, new_id, queue, .. } = scratch;
+    nfa.by_source(offsets, adjacent);
+    let edges = |s: u32| &adjacent[offsets[s as usize] as usize..offsets[s as usize + 1] as usize];
     // Only the start and the targets of non-epsilon edges become states, so only their epsilon
     // closures are computed, each when the state is first dequeued.
-    let mut mark = vec![u32::MAX; n];
-    let mut closure: Vec<u32> = Vec::new();
-    let mut edges: Vec<(Label, u32)> = Vec::new();
-    let mut out = Fsm::default();
-    let mut new_id = vec![u32::MAX; n];
-    let mut queue = vec![fsm.start];
-    new_id[fsm.start as usize] = out.add_state();
+    mark.clear();
+    mark.resize(n, u32::MAX);
+    closure.clear();
+    let mut out = FlatFsm::with_capacity(n, adjacent.len());
+    new_id.clear();
+    new_id.resize(n, u32::MAX);
+    queue.clear();
+    queue.push(nfa.start);
+    new_id[nfa.start as usize] = out.add_state(false);
     out.start = 0;
     let mut qi = 0;
     while qi < queue.len() {
@@ -33,75 +107,80 @@ pub(crate) fn remove_epsilons(fsm: &Fsm) -> Fsm {
         while i < closure.len() {
             let x = closure[i];
             i += 1;
-            for &(l, t) in &fsm.edges[x as usize] {
+            for &(l, t) in edges(x) {
                 if l == Label::Epsilon && mark[t as usize] != s {
                     mark[t as usize] = s;
                     closure.push(t);
                 }
             }
         }
-        let ns = new_id[s as usize];
-        edges.clear();
+        // States are dequeued in id order, so `s`'s edges are the next ones written.
         let mut is_final = false;
-        for &c in &closure {
-            is_final |= fsm.finals[c as usize];
-            for &(l, t) in &fsm.edges[c as usize] {
+        for &c in closure.iter() {
+            is_final |= nfa.finals[c as usize];
+            for &(l, t) in edges(c) {
                 if l != Label::Epsilon {
-                    edges.push((l, t));
+                    if new_id[t as usize] == u32::MAX {
+                        new_id[t as usize] = out.add_state(false);
+                        queue.push(t);
+                    }
+                    out.push_edge(l, new_id[t as usize]);
                 }
             }
         }
-        let mut mapped = Vec::with_capacity(edges.len());
-        for &(l, t) in &edges {
-            if new_id[t as usize] == u32::MAX {
-                new_id[t as usize] = out.add_state();
-                queue.push(t);
-            }
-            mapped.push((l, new_id[t as usize]));
-        }
-        mapped.sort_unstable();
-        mapped.dedup();
-        out.edges[ns as usize] = mapped;
-        out.finals[ns as usize] = is_final;
+        out.finals[new_id[s as usize] as usize] = is_final;
+        out.sort_open_edges();
+        out.end_state();
     }
     out
 }
 
-/// Subset construction on an epsilon-free automaton. Returns `None` when the result would
-/// exceed `max_states` states, or when the work (NFA edges read over all subsets) would exceed
-/// `max_work`: subsets of hundreds of NFA states (unanchored patterns with many alternatives)
-/// cost ~50 µs per DFA state, and such automata usually blow up anyway; giving up early keeps
-/// compile time bounded.
-pub(crate) fn determinize(fsm: &Fsm, max_states: usize, max_work: usize) -> Option<Fsm> {
-    if is_deterministic(fsm) {
-        return Some(fsm.clone());
+/// Subset construction on an epsilon-free automaton, or `Err` with the automaton unchanged
+/// when the result would exceed `max_states` states, or when the work (NFA edges read over all
+/// subsets) would exceed `max_work`: subsets of hundreds of NFA states (unanchored patterns with
+/// many alternatives) cost ~50 µs per DFA state, and such automata usually blow up anyway;
+/// giving up early keeps compile time bounded. An automaton that is already deterministic is
+/// returned as it is.
+pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> Result<FlatFsm, FlatFsm> {
+    if is_deterministic(&fsm) {
+        return Ok(fsm);
     }
-    let mut out = Fsm::default();
-    let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
-    let mut subsets: Vec<Vec<u32>> = vec![vec![fsm.start]];
-    ids.insert(vec![fsm.start], out.add_state());
+    with_scratch(|scratch| determinize_with(fsm, max_states, max_work, scratch))
+}
+
+fn determinize_with(
+    fsm: FlatFsm,
+    max_states: usize,
+    max_work: usize,
+    scratch: &mut Scratch,
+) -> Result<FlatFsm, FlatFsm> {
+    let mut out = FlatFsm::with_capacity(fsm.state_len(), fsm.edge_len());
+    let Scratch { subsets, subset, points, byte_edges, rule_edges, group, interval_targets, .. } = scratch;
+    subsets.clear();
+    subsets.intern(&[fsm.start]);
+    out.add_state(false);
     out.start = 0;
-    let mut interval_targets: Vec<Vec<u32>> = Vec::new();
     let mut work = 0usize;
-    let mut i = 0;
-    while i < subsets.len() {
-        let subset = subsets[i].clone();
-        let me = i as u32;
-        i += 1;
+    let mut me = 0u32;
+    while (me as usize) < subsets.len() {
+        subset.clear();
+        subset.extend_from_slice(subsets.get(me));
         out.finals[me as usize] = subset.iter().any(|&s| fsm.finals[s as usize]);
         // Byte edges: split into elementary intervals.
-        let mut points: Vec<u16> = Vec::new();
-        let mut rule_targets: FastMap<u32, Vec<u32>> = FastMap::default();
-        let mut byte_edges: Vec<(u8, u8, u32)> = Vec::new();
-        for &s in &subset {
-            for &(l, t) in &fsm.edges[s as usize] {
+        points.clear();
+        byte_edges.clear();
+        rule_edges.clear();
+        for &s in subset.iter() {
+            let edges = fsm.edges(s);
+            work += edges.len();
+            for &(l, t) in edges {
                 match l {
                     Label::Bytes(lo, hi) => {
                         points.push(lo as u16);
                         points.push(hi as u16 + 1);
                         byte_edges.push((lo, hi, t));
                     }
-                    Label::Rule(r) => rule_targets.entry(r).or_default().push(t),
+                    Label::Rule(r) => rule_edges.push((r, t)),
                     Label::Epsilon => unreachable!("determinize runs on epsilon-free automata"),
                 }
             }
@@ -117,14 +196,13 @@ pub(crate) fn determinize(fsm: &Fsm, max_states: usize, max_work: usize) -> Opti
         if interval_targets.len() < intervals {
             interval_targets.resize_with(intervals, Vec::new);
         }
-        for &(lo, hi, t) in &byte_edges {
+        for &(lo, hi, t) in byte_edges.iter() {
             let first = points.partition_point(|&p| p < lo as u16);
             let last = points.partition_point(|&p| p <= hi as u16);
             for v in &mut interval_targets[first..last] {
                 v.push(t);
             }
         }
-        let mut new_edges: Vec<(Label, u32)> = Vec::new();
         for (k, w) in points.windows(2).enumerate() {
             let (a, b) = (w[0], w[1] - 1);
             let targets = &mut interval_targets[k];
@@ -133,49 +211,49 @@ pub(crate) fn determinize(fsm: &Fsm, max_states: usize, max_work: usize) -> Opti
             }
             targets.sort_unstable();
             targets.dedup();
-            let t = intern(&mut ids, &mut subsets, &mut out, targets.clone());
+            let t = intern(subsets, &mut out, targets);
             // Merge with the previous edge when contiguous and same target.
-            if let Some((Label::Bytes(_, phi), pt)) = new_edges.last_mut() {
+            if let Some((Label::Bytes(_, phi), pt)) = out.open_edges().last_mut() {
                 if *pt == t && *phi as u16 + 1 == a {
                     *phi = b as u8;
                     continue;
                 }
             }
-            new_edges.push((Label::Bytes(a as u8, b as u8), t));
+            out.push_edge(Label::Bytes(a as u8, b as u8), t);
         }
-        let mut rules: Vec<_> = rule_targets.into_iter().collect();
-        rules.sort_unstable_by_key(|(r, _)| *r);
-        for (r, mut targets) in rules {
-            targets.sort_unstable();
-            targets.dedup();
-            let t = intern(&mut ids, &mut subsets, &mut out, targets);
-            new_edges.push((Label::Rule(r), t));
+        rule_edges.sort_unstable();
+        for run in rule_edges.chunk_by(|x, y| x.0 == y.0) {
+            group.clear();
+            group.extend(run.iter().map(|&(_, t)| t));
+            group.dedup();
+            let t = intern(subsets, &mut out, group);
+            out.push_edge(Label::Rule(run[0].0), t);
         }
-        out.edges[me as usize] = new_edges;
-        work += subset.iter().map(|&x| fsm.edges[x as usize].len()).sum::<usize>();
+        out.end_state();
+        me += 1;
         if out.state_len() > max_states || work > max_work {
-            return None;
+            return Err(fsm);
         }
     }
-    Some(out)
+    Ok(out)
 }
 
-fn intern(ids: &mut FastMap<Vec<u32>, u32>, subsets: &mut Vec<Vec<u32>>, out: &mut Fsm, set: Vec<u32>) -> u32 {
-    if let Some(&id) = ids.get(&set) {
-        return id;
+/// The DFA state of the subset `set`, declared when new.
+fn intern(subsets: &mut SliceInterner<u32>, out: &mut FlatFsm, set: &[u32]) -> u32 {
+    let (id, new) = subsets.intern(set);
+    if new {
+        out.add_state(false);
     }
-    let id = out.add_state();
-    ids.insert(set.clone(), id);
-    subsets.push(set);
     id
 }
 
-fn is_deterministic(fsm: &Fsm) -> bool {
-    fsm.edges.iter().all(|edges| {
+/// Whether every state has disjoint byte edges and at most one edge per rule (edges sorted as
+/// the passes leave them: byte labels first, by `lo`, then rules), and no epsilon edge.
+pub(crate) fn is_deterministic(fsm: &FlatFsm) -> bool {
+    (0..fsm.state_len() as u32).all(|s| {
         let mut last_hi: i32 = -1;
         let mut last_rule: i64 = -1;
-        // Edges are sorted: byte labels first (by lo), then rules.
-        edges.iter().all(|&(l, _)| match l {
+        fsm.edges(s).iter().all(|&(l, _)| match l {
             Label::Bytes(lo, hi) => {
                 let ok = lo as i32 > last_hi;
                 last_hi = hi as i32;
@@ -191,137 +269,10 @@ fn is_deterministic(fsm: &Fsm) -> bool {
     })
 }
 
-/// Merges equivalent states of a deterministic, epsilon-free automaton (Moore's partition
-/// refinement). Equivalent states would otherwise get separate, identical mask-cache entries.
-pub(crate) fn minimize(fsm: &Fsm) -> Fsm {
-    let n = fsm.state_len();
-    let mut class: Vec<u32> = fsm.finals.iter().map(|&f| f as u32).collect();
-    let mut n_classes = {
-        let mut c = class.clone();
-        c.sort_unstable();
-        c.dedup();
-        c.len()
-    };
-    loop {
-        let mut ids: FastMap<(u32, Vec<(Label, u32)>), u32> = FastMap::default();
-        let mut next = Vec::with_capacity(n);
-        for s in 0..n {
-            let sig: Vec<(Label, u32)> = fsm.edges[s].iter().map(|&(l, t)| (l, class[t as usize])).collect();
-            let len = ids.len() as u32;
-            next.push(*ids.entry((class[s], sig)).or_insert(len));
-        }
-        let count = ids.len();
-        class = next;
-        if count == n_classes {
-            break;
-        }
-        n_classes = count;
-    }
-    if n_classes == n {
-        return fsm.clone();
-    }
-    let mut out = Fsm::default();
-    for _ in 0..n_classes {
-        out.add_state();
-    }
-    let mut done = vec![false; n_classes];
-    for s in 0..n {
-        let c = class[s] as usize;
-        if done[c] {
-            continue;
-        }
-        done[c] = true;
-        out.finals[c] = fsm.finals[s];
-        let mut edges: Vec<(Label, u32)> = Vec::new();
-        for &(l, t) in &fsm.edges[s] {
-            let t = class[t as usize];
-            if let (Label::Bytes(lo, hi), Some((Label::Bytes(_, phi), pt))) = (l, edges.last_mut()) {
-                if *pt == t && *phi as u16 + 1 == lo as u16 {
-                    *phi = hi;
-                    continue;
-                }
-            }
-            edges.push((l, t));
-        }
-        out.edges[c] = edges;
-    }
-    out.start = class[fsm.start as usize];
-    out
-}
-
-/// Merges states that have the same finality and the same outgoing edges once their targets
-/// are merged (Revuz's register, in DFS post-order). Such states accept the same language in
-/// any automaton, deterministic or not, so this is sound before subset construction as well as
-/// before [`minimize`]; on acyclic parts it is already minimal. It is linear, and it removes
-/// most of the copies inlining makes (every inlined string is a copy of the same few states
-/// that ends in the same place), so the quadratic steps after it run on far fewer states.
-pub(crate) fn merge_equal_suffixes(fsm: &Fsm) -> Fsm {
-    let n = fsm.state_len();
-    const UNSEEN: u32 = u32::MAX;
-    // rep[s]: the representative of s once s is finished; s itself before.
-    let mut rep: Vec<u32> = (0..n as u32).collect();
-    let mut state = vec![0u8; n]; // 0 unseen, 1 on the stack, 2 finished
-    let mut register: FastMap<(bool, Vec<(Label, u32)>), u32> = FastMap::default();
-    let mut stack: Vec<(u32, usize)> = vec![(fsm.start, 0)];
-    state[fsm.start as usize] = 1;
-    let mut order: Vec<u32> = Vec::with_capacity(n);
-    while let Some(&mut (s, ref mut pos)) = stack.last_mut() {
-        let edges = &fsm.edges[s as usize];
-        if *pos < edges.len() {
-            let t = edges[*pos].1;
-            *pos += 1;
-            if state[t as usize] == 0 {
-                state[t as usize] = 1;
-                stack.push((t, 0));
-            }
-            continue;
-        }
-        stack.pop();
-        state[s as usize] = 2;
-        let mut sig: Vec<(Label, u32)> = edges.iter().map(|&(l, t)| (l, rep[t as usize])).collect();
-        sig.sort_unstable();
-        sig.dedup();
-        let r = *register.entry((fsm.finals[s as usize], sig)).or_insert(s);
-        rep[s as usize] = r;
-        if r == s {
-            order.push(s);
-        }
-    }
-    if order.len() == n {
-        return fsm.clone();
-    }
-    let mut new_id = vec![UNSEEN; n];
-    let mut out = Fsm::default();
-    // Number the representatives from the start, in BFS order, for a stable layout.
-    let start = rep[fsm.start as usize];
-    new_id[start as usize] = out.add_state();
-    out.start = 0;
-    let mut queue = vec![start];
-    let mut qi = 0;
-    while qi < queue.len() {
-        let s = queue[qi];
-        qi += 1;
-        let mut edges: Vec<(Label, u32)> = Vec::with_capacity(fsm.edges[s as usize].len());
-        for &(l, t) in &fsm.edges[s as usize] {
-            let t = rep[t as usize];
-            if new_id[t as usize] == UNSEEN {
-                new_id[t as usize] = out.add_state();
-                queue.push(t);
-            }
-            edges.push((l, new_id[t as usize]));
-        }
-        edges.sort_unstable();
-        edges.dedup();
-        let me = new_id[s as usize] as usize;
-        out.edges[me] = edges;
-        out.finals[me] = fsm.finals[s as usize];
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsm::minimize::moore_block_count;
     use proptest::prelude::*;
 
     /// A random automaton over bytes `a..=c` (as single bytes and ranges) and two rule
@@ -341,6 +292,15 @@ mod tests {
             )
                 .prop_map(|(edges, finals)| Fsm { edges, finals, start: 0 })
         })
+    }
+
+    /// The same automaton as Thompson construction's representation.
+    fn nfa_of(fsm: &Fsm) -> Nfa {
+        let mut nfa = Nfa { start: fsm.start, finals: fsm.finals.clone(), ..Nfa::default() };
+        for (s, edges) in fsm.edges.iter().enumerate() {
+            nfa.edges.extend(edges.iter().map(|&(l, t)| (s as u32, l, t)));
+        }
+        nfa
     }
 
     /// Whether `fsm` accepts `word` (symbols: bytes, or `Label::Rule`), by NFA simulation.
@@ -404,26 +364,90 @@ mod tests {
         all
     }
 
+    /// A DFA over bytes `a..=c` and rule 0: `k` classes, each blown up into `copies` states
+    /// whose edges go to random copies of the class's targets (a byte range is split where
+    /// neighbouring bytes reach different copies), restricted to reachable states. Copies of a
+    /// class are equivalent, so minimization has much to merge, across split ranges too.
+    fn copied_dfa() -> impl Strategy<Value = (FlatFsm, usize)> {
+        (1usize..8, 1usize..6).prop_flat_map(|(k, copies)| {
+            let n = k * copies;
+            (
+                prop::collection::vec(prop::collection::vec(prop::option::of(0..k as u32), 4), k),
+                prop::collection::vec(any::<bool>(), k),
+                prop::collection::vec(0..copies as u32, n * 4),
+            )
+                .prop_map(move |(rows, finals, choice)| {
+                    let copies = copies as u32;
+                    let mut fsm = Fsm::default();
+                    for s in 0..n as u32 {
+                        let class = (s / copies) as usize;
+                        fsm.add_state();
+                        fsm.finals[s as usize] = finals[class];
+                        for (x, target) in rows[class].iter().enumerate() {
+                            let Some(tc) = target else { continue };
+                            let t = tc * copies + choice[s as usize * 4 + x];
+                            if x == 3 {
+                                fsm.add_edge(s, Label::Rule(0), t);
+                                continue;
+                            }
+                            let b = b'a' + x as u8;
+                            match fsm.edges[s as usize].last_mut() {
+                                Some((Label::Bytes(_, hi), pt)) if *pt == t && *hi + 1 == b => *hi = b,
+                                _ => fsm.add_edge(s, Label::Bytes(b, b), t),
+                            }
+                        }
+                    }
+                    (remove_epsilons(&nfa_of(&fsm)), k)
+                })
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
-        /// Every step keeps the language: epsilon removal, merging equal suffixes (on the NFA
-        /// and on the DFA), subset construction (with the sweep over elementary intervals)
-        /// and minimization.
+        /// Every step keeps the language: epsilon removal, merging equal suffixes, subset
+        /// construction (with the sweep over elementary intervals), minimization, and the
+        /// whole pipeline.
         #[test]
         fn steps_keep_the_language(fsm in automaton()) {
-            let plain = remove_epsilons(&fsm);
-            let merged = merge_equal_suffixes(&plain);
+            let plain = remove_epsilons(&nfa_of(&fsm));
+            let merged = merge_equal_suffixes(plain.clone());
             prop_assert!(merged.state_len() <= plain.state_len());
-            let dfa = determinize(&merged, 10_000, usize::MAX).expect("small automata determinize");
+            let dfa = determinize(merged.clone(), 10_000, usize::MAX).expect("small automata determinize");
             prop_assert!(is_deterministic(&dfa));
-            let min = minimize(&merge_equal_suffixes(&dfa));
+            let min = minimize(dfa.clone());
+            // Merging suffixes before minimizing (as the pipeline once did) changes nothing.
+            prop_assert_eq!(minimize(merge_equal_suffixes(dfa.clone())).state_len(), min.state_len());
+            let optimized = optimize(&nfa_of(&fsm), 10_000, usize::MAX);
+            prop_assert_eq!(optimized.state_len(), min.state_len());
+            let (plain, merged, dfa, min) = (plain.to_fsm(), merged.to_fsm(), dfa.to_fsm(), min.to_fsm());
             for w in words(4) {
                 let want = accepts(&fsm, &w);
                 prop_assert_eq!(accepts(&plain, &w), want, "epsilon removal, {:?}", w);
                 prop_assert_eq!(accepts(&merged, &w), want, "merged NFA, {:?}", w);
                 prop_assert_eq!(accepts(&dfa, &w), want, "DFA, {:?}", w);
                 prop_assert_eq!(accepts(&min, &w), want, "minimal DFA, {:?}", w);
+                prop_assert_eq!(accepts(&optimized, &w), want, "pipeline, {:?}", w);
+            }
+        }
+
+        /// Minimization keeps the language and finds as few states as Moore's refinement (the
+        /// reference), on subset-constructed DFAs and on DFAs made of copies of equivalent
+        /// states (at most one state per class remains, which also checks that byte ranges
+        /// split across copies are joined); minimizing again merges nothing.
+        #[test]
+        fn minimize_matches_moore(nfa in automaton(), (copied, classes) in copied_dfa()) {
+            let dfa = determinize(remove_epsilons(&nfa_of(&nfa)), 10_000, usize::MAX).expect("small automata determinize");
+            prop_assert!(minimize(copied.clone()).state_len() <= classes);
+            for dfa in [dfa, copied] {
+                let min = minimize(dfa.clone());
+                prop_assert_eq!(min.state_len(), moore_block_count(&dfa));
+                prop_assert!(is_deterministic(&min));
+                prop_assert_eq!(minimize(min.clone()).state_len(), min.state_len());
+                let (dfa, min) = (dfa.to_fsm(), min.to_fsm());
+                for w in words(4) {
+                    prop_assert_eq!(accepts(&min, &w), accepts(&dfa, &w), "{:?}", w);
+                }
             }
         }
     }

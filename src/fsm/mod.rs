@@ -2,8 +2,9 @@
 //!
 //! Every rule body becomes a finite automaton whose edges read a **byte range**, or reference
 //! another **rule** (the Earley parser predicts into it and resumes on completion). Epsilon
-//! edges exist only while building ([`Fsm`]); they are removed, and the automaton is
-//! determinized when that stays small, before freezing. Determinism matters twice: it keeps
+//! edges exist only in Thompson construction's automaton (`nfa::Nfa`); the construction passes
+//! (`flat::FlatFsm`, see `determinize::optimize`) remove them and determinize when that stays
+//! small, and hand each rule's automaton over as an [`Fsm`] to be frozen. Determinism matters twice: it keeps
 //! Earley sets small (one item per position instead of one per NFA path), and it makes the
 //! structural hash of an automaton canonical (the cross-grammar cache key, XGrammar-2 §3.3).
 //!
@@ -20,10 +21,15 @@
 //! consulting the context.
 
 mod build;
+mod class;
 mod determinize;
+mod flat;
 pub mod hash;
 pub mod lookahead;
+mod minimize;
+mod nfa;
 mod rule_cache;
+mod suffixes;
 mod tag_dispatch;
 mod token;
 
@@ -39,8 +45,9 @@ pub type IdRanges = Box<[(u32, u32)]>;
 /// A state id in a [`GrammarFsm`] (global over all rules).
 pub type StateId = u32;
 
-/// An edge label while building.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+/// An edge label while building. Ordered bytes first (by `lo`, then `hi`), then rules (by id),
+/// then epsilon.
+#[derive(Clone, Copy, Debug)]
 pub enum Label {
     /// One byte in `lo..=hi`.
     Bytes(u8, u8),
@@ -50,7 +57,52 @@ pub enum Label {
     Epsilon,
 }
 
-/// A mutable automaton with epsilon edges, used while building one rule.
+impl Label {
+    /// The label as one integer with the same order and equality. Comparisons go through it
+    /// (written by hand, `#[inline]`): the derived ones were not inlined across codegen units,
+    /// and the construction passes sort and compare labels in their inner loops.
+    #[inline]
+    fn key(self) -> u64 {
+        match self {
+            Label::Bytes(lo, hi) => (lo as u64) << 8 | hi as u64,
+            Label::Rule(r) => 1 << 32 | r as u64,
+            Label::Epsilon => 2 << 32,
+        }
+    }
+}
+
+impl PartialEq for Label {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Label {}
+
+impl std::hash::Hash for Label {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.key());
+    }
+}
+
+impl PartialOrd for Label {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Label {
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// One rule's automaton as it is frozen: the construction passes' result, or a `TagDispatch`
+/// automaton built directly (no epsilon edges once the passes ran).
 #[derive(Clone, Debug, Default)]
 pub struct Fsm {
     /// Outgoing edges per state: (label, target).
@@ -253,5 +305,37 @@ impl GrammarFsm {
             + self.rule_edges.capacity() * std::mem::size_of::<RuleEdge>()
             + self.token_sets.iter().map(|e| 8 + e.1.len() * 8).sum::<usize>()
             + self.free_text.iter().map(|e| 16 + e.1.len() * 4).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Label;
+
+    /// The hand-written order is the one the passes rely on (and the derived one was): bytes by
+    /// `lo` then `hi`, then rules by id, then epsilon.
+    #[test]
+    fn labels_order_bytes_then_rules_then_epsilon() {
+        let mut labels = vec![
+            Label::Epsilon,
+            Label::Rule(u32::MAX),
+            Label::Bytes(0xFF, 0xFF),
+            Label::Rule(0),
+            Label::Bytes(3, 9),
+            Label::Bytes(3, 4),
+            Label::Bytes(0, 0xFF),
+        ];
+        labels.sort();
+        let want = [
+            Label::Bytes(0, 0xFF),
+            Label::Bytes(3, 4),
+            Label::Bytes(3, 9),
+            Label::Bytes(0xFF, 0xFF),
+            Label::Rule(0),
+            Label::Rule(u32::MAX),
+            Label::Epsilon,
+        ];
+        assert_eq!(labels, want);
+        assert_ne!(Label::Bytes(0, 1), Label::Rule(1));
     }
 }

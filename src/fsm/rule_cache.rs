@@ -27,6 +27,7 @@ use std::sync::Arc;
 use lru::LruCache;
 use parking_lot::Mutex;
 
+use super::nfa::Nfa;
 use super::{Fsm, Label};
 use crate::util::hash::FastMap;
 
@@ -80,7 +81,7 @@ impl RuleFsmCache {
 
     /// The finished automaton of the Thompson automaton `nfa`, from the cache or from `build`
     /// (which runs without the lock). `salt` covers the build options that change the result.
-    pub(crate) fn get_or_build(&self, nfa: &Fsm, salt: &[u64], build: impl FnOnce(&Fsm) -> Fsm) -> Fsm {
+    pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> Fsm) -> Fsm {
         let (key, globals) = canonical_key(nfa, salt);
         let cached = self.inner.lock().lookup(&key);
         if let Some(local) = cached {
@@ -127,36 +128,34 @@ impl Inner {
 }
 
 /// The 128-bit key of `nfa` with rule labels renumbered by first appearance, and the rule ids in
-/// that order (local `i` is global `globals[i]`).
-fn canonical_key(nfa: &Fsm, salt: &[u64]) -> (u128, Vec<u32>) {
+/// that order (local `i` is global `globals[i]`). Thompson construction is deterministic, so the
+/// same rule gives the same states and the same edge order.
+fn canonical_key(nfa: &Nfa, salt: &[u64]) -> (u128, Vec<u32>) {
     let mut globals: Vec<u32> = Vec::new();
     let mut local_of: FastMap<u32, u32> = FastMap::default();
-    let edges: usize = nfa.edges.iter().map(Vec::len).sum();
-    let mut buf: Vec<u8> = Vec::with_capacity(16 + 8 * salt.len() + 5 * nfa.state_len() + 9 * edges);
+    let mut buf: Vec<u8> = Vec::with_capacity(16 + 8 * salt.len() + nfa.state_len() + 13 * nfa.edges.len());
     for &s in salt {
         buf.extend_from_slice(&s.to_le_bytes());
     }
     buf.extend_from_slice(&(nfa.state_len() as u32).to_le_bytes());
     buf.extend_from_slice(&nfa.start.to_le_bytes());
-    for (s, out) in nfa.edges.iter().enumerate() {
-        buf.push(nfa.finals[s] as u8);
-        buf.extend_from_slice(&(out.len() as u32).to_le_bytes());
-        for &(label, t) in out {
-            match label {
-                Label::Bytes(lo, hi) => buf.extend_from_slice(&[0, lo, hi, 0, 0]),
-                Label::Rule(r) => {
-                    let next = globals.len() as u32;
-                    let local = *local_of.entry(r).or_insert_with(|| {
-                        globals.push(r);
-                        next
-                    });
-                    buf.push(1);
-                    buf.extend_from_slice(&local.to_le_bytes());
-                }
-                Label::Epsilon => buf.extend_from_slice(&[2, 0, 0, 0, 0]),
+    buf.extend(nfa.finals.iter().map(|&f| f as u8));
+    for &(from, label, to) in &nfa.edges {
+        buf.extend_from_slice(&from.to_le_bytes());
+        match label {
+            Label::Bytes(lo, hi) => buf.extend_from_slice(&[0, lo, hi, 0, 0]),
+            Label::Rule(r) => {
+                let next = globals.len() as u32;
+                let local = *local_of.entry(r).or_insert_with(|| {
+                    globals.push(r);
+                    next
+                });
+                buf.push(1);
+                buf.extend_from_slice(&local.to_le_bytes());
             }
-            buf.extend_from_slice(&t.to_le_bytes());
+            Label::Epsilon => buf.extend_from_slice(&[2, 0, 0, 0, 0]),
         }
+        buf.extend_from_slice(&to.to_le_bytes());
     }
     (xxhash_rust::xxh3::xxh3_128(&buf), globals)
 }
@@ -182,8 +181,8 @@ fn relabel(fsm: &Fsm, map: impl Fn(u32) -> u32) -> Fsm {
 mod tests {
     use super::*;
 
-    fn chain(labels: &[Label]) -> Fsm {
-        let mut f = Fsm::default();
+    fn chain(labels: &[Label]) -> Nfa {
+        let mut f = Nfa::default();
         f.start = f.add_state();
         let mut cur = f.start;
         for &l in labels {
@@ -195,15 +194,29 @@ mod tests {
         f
     }
 
+    /// The automaton a build returns in these tests: the chain itself, as an `Fsm`.
+    fn as_fsm(nfa: &Nfa) -> Fsm {
+        let mut f = Fsm::default();
+        for _ in 0..nfa.state_len() {
+            f.add_state();
+        }
+        for &(from, l, to) in &nfa.edges {
+            f.add_edge(from, l, to);
+        }
+        f.finals = nfa.finals.clone();
+        f.start = nfa.start;
+        f
+    }
+
     #[test]
     fn renamed_references_share_one_entry_and_come_back_relabelled() {
         let cache = RuleFsmCache::new(1_000);
         let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(3), Label::Rule(7)]);
         let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(40), Label::Rule(2), Label::Rule(40)]);
-        let built_a = cache.get_or_build(&a, &[1], Fsm::clone);
+        let built_a = cache.get_or_build(&a, &[1], as_fsm);
         let built_b = cache.get_or_build(&b, &[1], |_| panic!("the second grammar's rule is a hit"));
-        assert_eq!(built_a.edges, a.edges);
-        assert_eq!(built_b.edges, b.edges, "a hit is relabelled to the caller's rule ids");
+        assert_eq!(built_a.edges, as_fsm(&a).edges);
+        assert_eq!(built_b.edges, as_fsm(&b).edges, "a hit is relabelled to the caller's rule ids");
         let s = cache.stats();
         assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
     }
@@ -214,9 +227,9 @@ mod tests {
         let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(3)]);
         // Same labels, but the two references are the same rule: another structure.
         let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(7)]);
-        cache.get_or_build(&a, &[1], Fsm::clone);
-        cache.get_or_build(&b, &[1], Fsm::clone);
-        cache.get_or_build(&a, &[2], Fsm::clone);
+        cache.get_or_build(&a, &[1], as_fsm);
+        cache.get_or_build(&b, &[1], as_fsm);
+        cache.get_or_build(&a, &[2], as_fsm);
         assert_eq!(cache.stats().misses, 3);
         assert_eq!(cache.stats().hits, 0);
     }
@@ -227,9 +240,9 @@ mod tests {
         let a = chain(&[Label::Bytes(b'a', b'a'); 4]); // 5 states
         let b = chain(&[Label::Bytes(b'b', b'b'); 4]);
         let big = chain(&[Label::Bytes(b'c', b'c'); 10]); // over the whole budget: not kept
-        cache.get_or_build(&a, &[], Fsm::clone);
-        cache.get_or_build(&b, &[], Fsm::clone);
-        cache.get_or_build(&big, &[], Fsm::clone);
+        cache.get_or_build(&a, &[], as_fsm);
+        cache.get_or_build(&b, &[], as_fsm);
+        cache.get_or_build(&big, &[], as_fsm);
         let s = cache.stats();
         assert_eq!((s.entries, s.states, s.evictions), (1, 5, 1));
         cache.get_or_build(&b, &[], |_| panic!("b is the most recent"));

@@ -12,7 +12,8 @@
 //! ids a state accepts are a property of its `0xFF` edge alone: [`token_sets`] computes them
 //! once per automaton, and the mask sets those bits without running the parser.
 
-use super::{Fsm, GrammarFsm, IdRanges, Label, StateId};
+use super::nfa::Nfa;
+use super::{GrammarFsm, IdRanges, Label, StateId};
 use crate::grammar::TokenSet;
 use crate::util::ranges::canonical;
 use crate::util::sentinel::{complement, sentinel_sequences, MAX_SENTINEL_ID, SENTINEL_DIGITS, SENTINEL_LEAD};
@@ -27,7 +28,7 @@ pub(crate) fn resolved_ids(set: &TokenSet) -> Vec<(u32, u32)> {
 }
 
 /// Adds the sentinels of `set` to `nfa` from `from`; returns the state where they end.
-pub(super) fn lower_token_set(nfa: &mut Fsm, set: &TokenSet, from: u32) -> u32 {
+pub(super) fn lower_token_set(nfa: &mut Nfa, set: &TokenSet, from: u32) -> u32 {
     let lead = nfa.add_state();
     nfa.add_edge(from, Label::Bytes(SENTINEL_LEAD, SENTINEL_LEAD), lead);
     let end = nfa.add_state();

@@ -4,6 +4,8 @@
 //!   int32 bitmask tensors (bit `i % 32` of word `i / 32` is token `i`).
 //! * [`hash`] fixes the hashers: a fast non-cryptographic one for in-memory maps and a
 //!   stable 64-bit one (xxh3) for keys that must agree across processes and grammars.
+//! * [`interner`] numbers distinct slices (state sets, edge signatures) in one arena, so the
+//!   automaton passes allocate per pass rather than per state.
 //! * [`utf8`] turns code-point ranges into UTF-8 byte-range sequences, which is how
 //!   character classes reach the byte-level automata.
 //! * [`sentinel`] gives every token id a byte string no text can produce, so grammar elements
@@ -12,6 +14,7 @@
 pub mod bitset;
 pub mod byteset;
 pub mod hash;
+pub mod interner;
 pub mod ranges;
 pub mod scc;
 pub mod sentinel;
