@@ -21,6 +21,7 @@ use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, Rule
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::scc::strongly_connected_components;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Limits and thresholds of automaton construction.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,7 +140,7 @@ pub fn build_grammar_fsm_cached(
     };
     let root = grammar.root().index() as u32;
     b.need(root);
-    let mut built: Vec<Option<Fsm>> = vec![None; n];
+    let mut built: Vec<Option<Arc<Fsm>>> = vec![None; n];
     while let Some(r) = b.queue.pop() {
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
         b.inline_stack = outer;
@@ -147,7 +148,7 @@ pub fn build_grammar_fsm_cached(
         let mut fsm = b.rule_fsm(&body, r)?;
         b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
-            add_fresh_start(&mut fsm);
+            add_fresh_start(Arc::make_mut(&mut fsm));
         }
         b.states += fsm.state_len();
         if b.states > limits.max_total_states {
@@ -165,13 +166,13 @@ pub fn build_grammar_fsm_cached(
     built.resize(b.names.len(), None);
     // Rules nothing references (all their uses were inlined) keep their ids with an empty,
     // unreachable automaton.
-    let fsms: Vec<Fsm> = built
+    let fsms: Vec<Arc<Fsm>> = built
         .into_iter()
         .map(|f| {
             f.unwrap_or_else(|| {
                 let mut f = Fsm::default();
                 f.start = f.add_state();
-                f
+                Arc::new(f)
             })
         })
         .collect();
@@ -227,9 +228,9 @@ impl Builder<'_> {
             && states + self.full_size[r as usize] <= self.limits.max_inlined_rule_states
     }
 
-    fn rule_fsm(&mut self, body: &Expr, rule: u32) -> Result<Fsm, GrammarError> {
+    fn rule_fsm(&mut self, body: &Expr, rule: u32) -> Result<Arc<Fsm>, GrammarError> {
         if let Expr::TagDispatch(t) = body {
-            return self.dispatch_rule(t, rule);
+            return self.dispatch_rule(t, rule).map(Arc::new);
         }
         let mut nfa = Nfa::default();
         let start = nfa.add_state();
@@ -243,7 +244,7 @@ impl Builder<'_> {
         Ok(match self.cache {
             Some(cache) => cache
                 .get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| optimize(nfa, max_states, max_work)),
-            None => optimize(&nfa, max_states, max_work),
+            None => Arc::new(optimize(&nfa, max_states, max_work)),
         })
     }
 
@@ -561,7 +562,7 @@ fn estimate_states(e: &Expr) -> usize {
 
 /// Which rules match the empty string: a fixpoint over "start reaches a final state through
 /// references to nullable rules".
-fn nullable_rules(fsms: &[Fsm], kinds: &[RuleKind]) -> Vec<bool> {
+fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
     let mut nullable = vec![false; fsms.len()];
     loop {
         let mut changed = false;
@@ -605,7 +606,7 @@ fn nullable_rules(fsms: &[Fsm], kinds: &[RuleKind]) -> Vec<bool> {
     }
 }
 
-fn freeze(fsms: &[Fsm], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<bool>, root: u32) -> GrammarFsm {
+fn freeze(fsms: &[Arc<Fsm>], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<bool>, root: u32) -> GrammarFsm {
     let total: usize = fsms.iter().map(|f| f.state_len()).sum();
     let mut g = GrammarFsm {
         rules: Vec::with_capacity(fsms.len()),

@@ -10,8 +10,9 @@
 //! local `0`, `1`): two rules whose automata differ only in the ids of the rules they
 //! reference — the same tool schema in two requests — get the same key. The key also covers the
 //! limits that change the result (the subset-construction budgets). The cached automaton keeps
-//! the local numbering and is relabelled for each user, so what a hit returns is exactly what
-//! the pipeline would have produced (construction is a function of the automaton alone).
+//! its first builder's rule ids; a user whose ids differ gets a relabelled copy, one with the
+//! same ids (a rule repeated within one grammar) shares it. Either way a hit returns exactly
+//! what the pipeline would have produced (construction is a function of the automaton alone).
 //!
 //! The key is a 128-bit xxh3 of a full encoding of the automaton (states, finality, every edge),
 //! so a collision would need two different automata to collide on 128 bits.
@@ -56,8 +57,17 @@ pub struct RuleFsmCache {
 
 #[derive(Debug)]
 struct Inner {
-    map: LruCache<u128, Arc<Fsm>>,
+    map: LruCache<u128, Entry>,
     stats: RuleFsmCacheStats,
+}
+
+/// A finished automaton as its first builder labelled it, with that builder's rule ids in
+/// first-appearance order: a later user with the same ids shares it as is, another one gets a
+/// relabelled copy.
+#[derive(Debug, Clone)]
+struct Entry {
+    fsm: Arc<Fsm>,
+    globals: Arc<[u32]>,
 }
 
 // A panic while the lock is held cannot leave a half-updated entry behind: entries are whole
@@ -81,23 +91,26 @@ impl RuleFsmCache {
 
     /// The finished automaton of the Thompson automaton `nfa`, from the cache or from `build`
     /// (which runs without the lock). `salt` covers the build options that change the result.
-    pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> Fsm) -> Fsm {
+    pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> Fsm) -> Arc<Fsm> {
         let (key, globals) = canonical_key(nfa, salt);
         let cached = self.inner.lock().lookup(&key);
-        if let Some(local) = cached {
-            return relabel(&local, |l| globals[l as usize]);
+        if let Some(entry) = cached {
+            if *entry.globals == *globals {
+                return entry.fsm;
+            }
+            // Local `i` was `entry.globals[i]` there and is `globals[i]` here.
+            let to_here: FastMap<u32, u32> = entry.globals.iter().copied().zip(globals.iter().copied()).collect();
+            return Arc::new(relabel(&entry.fsm, |r| to_here[&r]));
         }
-        let built = build(nfa);
-        let mut locals: FastMap<u32, u32> = FastMap::default();
-        locals.extend(globals.iter().enumerate().map(|(i, &g)| (g, i as u32)));
-        let local = relabel(&built, |g| locals[&g]);
-        self.inner.lock().insert(key, Arc::new(local), self.max_states);
+        let built = Arc::new(build(nfa));
+        let entry = Entry { fsm: Arc::clone(&built), globals: globals.into() };
+        self.inner.lock().insert(key, entry, self.max_states);
         built
     }
 }
 
 impl Inner {
-    fn lookup(&mut self, key: &u128) -> Option<Arc<Fsm>> {
+    fn lookup(&mut self, key: &u128) -> Option<Entry> {
         let hit = self.map.get(key).cloned();
         if hit.is_some() {
             self.stats.hits += 1;
@@ -107,20 +120,20 @@ impl Inner {
         hit
     }
 
-    fn insert(&mut self, key: u128, fsm: Arc<Fsm>, max_states: usize) {
-        let states = fsm.state_len();
+    fn insert(&mut self, key: u128, entry: Entry, max_states: usize) {
+        let states = entry.fsm.state_len();
         if states > max_states {
             return;
         }
-        if let Some(old) = self.map.put(key, fsm) {
-            self.stats.states -= old.state_len();
+        if let Some(old) = self.map.put(key, entry) {
+            self.stats.states -= old.fsm.state_len();
             self.stats.entries -= 1;
         }
         self.stats.states += states;
         self.stats.entries += 1;
         while self.stats.states > max_states {
             let Some((_, old)) = self.map.pop_lru() else { break };
-            self.stats.states -= old.state_len();
+            self.stats.states -= old.fsm.state_len();
             self.stats.entries -= 1;
             self.stats.evictions += 1;
         }

@@ -96,7 +96,7 @@ impl GrammarBuilder {
             return Err(GrammarError::DuplicateRule { name: self.names[id.index()].clone() });
         }
         for e in std::iter::once(&body).chain(lookahead.as_ref()) {
-            let depth = e.depth();
+            let (depth, nodes) = e.depth_and_node_count();
             if depth > self.limits.max_depth {
                 return Err(GrammarError::TooLarge {
                     what: "expression depth",
@@ -104,7 +104,7 @@ impl GrammarBuilder {
                     limit: self.limits.max_depth,
                 });
             }
-            self.nodes += e.node_count();
+            self.nodes += nodes;
         }
         if self.nodes > self.limits.max_nodes {
             return Err(GrammarError::TooLarge {

@@ -275,12 +275,18 @@ impl Expr {
     }
     /// The number of nodes, computed without recursion.
     pub fn node_count(&self) -> usize {
-        let mut n = 0;
-        let mut stack = vec![self];
-        while let Some(e) = stack.pop() {
-            n += 1;
-            stack.extend(e.children());
+        self.depth_and_node_count().1
+    }
+
+    /// [`Expr::depth`] and [`Expr::node_count`] in one traversal, without recursion.
+    pub fn depth_and_node_count(&self) -> (usize, usize) {
+        let (mut depth, mut nodes) = (0, 0);
+        let mut stack = vec![(self, 1usize)];
+        while let Some((e, d)) = stack.pop() {
+            depth = depth.max(d);
+            nodes += 1;
+            stack.extend(e.children().iter().map(|c| (c, d + 1)));
         }
-        n
+        (depth, nodes)
     }
 }

@@ -280,6 +280,12 @@ fn any_digits() -> Expr {
 
 /// Any JSON number.
 pub(super) fn any_number() -> Expr {
+    // A constant, built once: schemas use it at every string or number.
+    static EXPR: std::sync::OnceLock<Expr> = std::sync::OnceLock::new();
+    EXPR.get_or_init(build_any_number).clone()
+}
+
+fn build_any_number() -> Expr {
     Expr::Seq(vec![
         Expr::opt(Expr::literal("-")),
         Expr::Choice(vec![Expr::literal("0"), Expr::Seq(vec![dec_digit(1, 9), Expr::star(dec_digit(0, 9))])]),

@@ -137,6 +137,12 @@ pub(super) fn json_char(class: &CharClass) -> Expr {
 
 /// Any JSON string character; a surrogate pair is one character (as `maxLength` counts).
 pub(super) fn any_json_char() -> Expr {
+    // A constant, built once: schemas use it at every string or number.
+    static EXPR: std::sync::OnceLock<Expr> = std::sync::OnceLock::new();
+    EXPR.get_or_init(build_any_json_char).clone()
+}
+
+fn build_any_json_char() -> Expr {
     let h = || hex_digit(0, 15);
     // `u` + a BMP code point that is not a surrogate, or a high + low surrogate pair.
     let u = Expr::Seq(vec![
@@ -263,6 +269,12 @@ fn not_in(words: &[Vec<char>], ids: &[usize], depth: usize, tail: &Expr, escape_
 
 /// A backslash escape (any), without what follows.
 pub(super) fn any_escape() -> Expr {
+    // A constant, built once: schemas use it at every string or number.
+    static EXPR: std::sync::OnceLock<Expr> = std::sync::OnceLock::new();
+    EXPR.get_or_init(build_any_escape).clone()
+}
+
+fn build_any_escape() -> Expr {
     Expr::Seq(vec![
         Expr::literal("\\"),
         Expr::Choice(vec![
