@@ -18,7 +18,7 @@ use super::negation::Excluded;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
 use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
-use crate::grammar::{rename_rules, Expr, Grammar, GrammarBuilder, GrammarLimits, Repeat, RuleId};
+use crate::grammar::{rename_rules, Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
 use crate::util::hash::{FastMap, FastSet};
 
 /// The empty language.
@@ -309,9 +309,9 @@ impl<'a> Lowerer<'a> {
         let limits = GrammarLimits { max_rules: self.opts.limits.max_rules.max(16), ..GrammarLimits::default() };
         let mut b = GrammarBuilder::with_limits(limits);
         let ids: Vec<RuleId> = self.names.iter().map(|name| b.rule(name)).collect();
-        for (r, body) in bodies.into_iter().enumerate() {
+        for (r, mut body) in bodies.into_iter().enumerate() {
             if productive[r] {
-                let body = prune(body, &productive);
+                prune(&mut body, &productive);
                 b.define(ids[r], body, None).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
             } else {
                 b.define(ids[r], Expr::literal("never"), None)
@@ -855,23 +855,23 @@ fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> 
     }
 }
 
-/// `e` without its unproductive parts (`e` itself is productive). Consumes `e`, so that
-/// the common case (nothing to prune) moves the expression instead of copying it.
-fn prune(e: Expr, productive: &[bool]) -> Expr {
+/// Removes the unproductive parts of `e` (`e` itself is productive), in place: most grammars
+/// have none, and rebuilding every node was a visible part of the front-end's time.
+fn prune(e: &mut Expr, productive: &[bool]) {
     match e {
-        Expr::Seq(items) => Expr::Seq(items.into_iter().map(|x| prune(x, productive)).collect()),
-        Expr::Choice(alts) => Expr::Choice(
-            alts.into_iter().filter(|x| x.is_productive(productive)).map(|x| prune(x, productive)).collect(),
-        ),
+        Expr::Seq(items) => items.iter_mut().for_each(|x| prune(x, productive)),
+        Expr::Choice(alts) => {
+            alts.retain(|x| x.is_productive(productive));
+            alts.iter_mut().for_each(|x| prune(x, productive));
+        }
         Expr::Repeat(r) => {
             if r.expr.is_productive(productive) {
-                let Repeat { expr, min, max } = *r;
-                Expr::repeat(prune(expr, productive), min, max)
+                prune(&mut r.expr, productive);
             } else {
-                Expr::Empty
+                *e = Expr::Empty;
             }
         }
-        e => e,
+        _ => {}
     }
 }
 

@@ -3,72 +3,94 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
-use crate::grammar::{Expr, GrammarError, Repeat, Rule};
+use crate::grammar::{Expr, GrammarError, Rule};
 
 pub(super) fn rule(rule: &mut Rule) -> Result<(), GrammarError> {
-    let body = std::mem::replace(&mut rule.body, Expr::Empty);
-    rule.body = expr(body, &rule.name)?;
-    if let Some(la) = rule.lookahead.take() {
-        rule.lookahead = Some(expr(la, &rule.name)?);
+    in_place(&mut rule.body, &rule.name)?;
+    if let Some(la) = rule.lookahead.as_mut() {
+        in_place(la, &rule.name)?;
     }
     Ok(())
 }
 
 /// Normalizes one expression (depth is bounded by `GrammarLimits::max_depth`).
-pub(crate) fn expr(e: Expr, rule: &str) -> Result<Expr, GrammarError> {
-    Ok(match e {
-        Expr::Bytes(b) if b.is_empty() => Expr::Empty,
+#[cfg(test)]
+fn expr(mut e: Expr, rule: &str) -> Result<Expr, GrammarError> {
+    in_place(&mut e, rule)?;
+    Ok(e)
+}
+
+/// Normalizes `e` where it is: front-ends mostly produce normal shapes already, and rebuilding
+/// every sequence and choice (a new vector each) was most of this pass's cost.
+fn in_place(e: &mut Expr, rule: &str) -> Result<(), GrammarError> {
+    match e {
+        Expr::Bytes(b) if b.is_empty() => *e = Expr::Empty,
         Expr::Seq(items) => {
-            let mut out: Vec<Expr> = Vec::with_capacity(items.len());
-            for item in items {
-                match expr(item, rule)? {
-                    Expr::Empty => {}
-                    Expr::Seq(inner) => inner.into_iter().for_each(|x| push_seq(&mut out, x)),
-                    x => push_seq(&mut out, x),
-                }
+            for x in items.iter_mut() {
+                in_place(x, rule)?;
             }
-            match out.len() {
-                0 => Expr::Empty,
-                1 => out.pop().unwrap(),
-                _ => Expr::Seq(out),
+            let irregular = items.len() < 2
+                || items.iter().any(|x| matches!(x, Expr::Empty | Expr::Seq(_)))
+                || items.windows(2).any(|w| matches!((&w[0], &w[1]), (Expr::Bytes(_), Expr::Bytes(_))));
+            if irregular {
+                let mut out: Vec<Expr> = Vec::with_capacity(items.len());
+                for item in std::mem::take(items) {
+                    match item {
+                        Expr::Empty => {}
+                        Expr::Seq(inner) => inner.into_iter().for_each(|x| push_seq(&mut out, x)),
+                        x => push_seq(&mut out, x),
+                    }
+                }
+                *e = match out.len() {
+                    0 => Expr::Empty,
+                    1 => out.pop().unwrap(),
+                    _ => Expr::Seq(out),
+                };
             }
         }
         Expr::Choice(alts) => {
-            let mut flat: Vec<Expr> = Vec::with_capacity(alts.len());
-            for alt in alts {
-                match expr(alt, rule)? {
-                    Expr::Choice(inner) => flat.extend(inner),
-                    x => flat.push(x),
+            for x in alts.iter_mut() {
+                in_place(x, rule)?;
+            }
+            if alts.iter().any(|x| matches!(x, Expr::Choice(_))) {
+                let mut flat: Vec<Expr> = Vec::with_capacity(alts.len());
+                for alt in std::mem::take(alts) {
+                    match alt {
+                        Expr::Choice(inner) => flat.extend(inner),
+                        x => flat.push(x),
+                    }
                 }
+                *alts = flat;
             }
-            let mut out = dedup(flat);
-            match out.len() {
-                0 => Expr::Choice(out), // an empty choice matches nothing; `productive` reports it
-                1 => out.pop().unwrap(),
-                _ => Expr::Choice(out),
+            if alts.len() > 1 {
+                *alts = dedup(std::mem::take(alts));
             }
+            if alts.len() == 1 {
+                *e = alts.pop().unwrap();
+            }
+            // An empty choice matches nothing; `productive` reports it.
         }
         Expr::Repeat(r) => {
-            let Repeat { expr: inner, min, max } = *r;
-            if let Some(max) = max {
-                if min > max {
-                    return Err(GrammarError::InvalidRepeat { rule: rule.to_string(), min, max });
+            if let Some(max) = r.max {
+                if r.min > max {
+                    return Err(GrammarError::InvalidRepeat { rule: rule.to_string(), min: r.min, max });
                 }
             }
-            let inner = expr(inner, rule)?;
-            match (inner, min, max) {
-                (Expr::Empty, _, _) | (_, _, Some(0)) => Expr::Empty,
-                (inner, 1, Some(1)) => inner,
-                (inner, min, max) => Expr::repeat(inner, min, max),
+            in_place(&mut r.expr, rule)?;
+            match (&r.expr, r.min, r.max) {
+                (Expr::Empty, _, _) | (_, _, Some(0)) => *e = Expr::Empty,
+                (_, 1, Some(1)) => *e = std::mem::replace(&mut r.expr, Expr::Empty),
+                _ => {}
             }
         }
-        Expr::TagDispatch(mut t) => {
-            let bodies = std::mem::take(&mut t.bodies);
-            t.bodies = bodies.into_iter().map(|b| expr(b, rule)).collect::<Result<_, _>>()?;
-            Expr::TagDispatch(t)
+        Expr::TagDispatch(t) => {
+            for b in t.bodies.iter_mut() {
+                in_place(b, rule)?;
+            }
         }
-        e => e,
-    })
+        _ => {}
+    }
+    Ok(())
 }
 
 fn push_seq(out: &mut Vec<Expr>, x: Expr) {
