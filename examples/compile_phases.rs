@@ -3,6 +3,10 @@
 //!
 //! `cargo run --release --example compile_phases -- [N=50] [REQUESTS=30] [POOL_TOOLS=100]`
 
+// The same allocator as the `maskforge` binary, so phase times add up to its TTFM.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::Path;
 use std::time::Instant;
 

@@ -6,6 +6,10 @@
 //!
 //! Prints one line per file, slowest first, and the totals per phase.
 
+// The same allocator as the `maskforge` binary, so phase times add up to its TTFM.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Instant;
 
 use maskforge::cache::MaskCache;
