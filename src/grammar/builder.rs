@@ -134,6 +134,16 @@ impl GrammarBuilder {
     /// rule reachable from the root), [`GrammarError::InvalidRepeat`],
     /// [`GrammarError::EmptyLanguage`] and [`GrammarError::TooLarge`].
     pub fn build(self, root: &str) -> Result<Grammar, GrammarError> {
+        self.build_with(root, passes::Productivity::Check)
+    }
+
+    /// [`GrammarBuilder::build`] for a front-end that already removed every unproductive part
+    /// (with `passes::productive_bodies`, the same analysis): the productivity pass is skipped.
+    pub(crate) fn build_productive(self, root: &str) -> Result<Grammar, GrammarError> {
+        self.build_with(root, passes::Productivity::Trusted)
+    }
+
+    fn build_with(self, root: &str, productivity: passes::Productivity) -> Result<Grammar, GrammarError> {
         if self.names.len() > self.limits.max_rules {
             return Err(GrammarError::TooLarge {
                 what: "rule count",
@@ -156,6 +166,6 @@ impl GrammarBuilder {
                 }
             }
         }
-        passes::run(rules, root_id, &undefined)
+        passes::run(rules, root_id, &undefined, productivity)
     }
 }

@@ -18,6 +18,7 @@ use super::negation::Excluded;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
 use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
+use crate::grammar::passes::productive_bodies;
 use crate::grammar::{rename_rules, Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
 use crate::util::hash::{FastMap, FastSet};
 
@@ -287,19 +288,7 @@ impl<'a> Lowerer<'a> {
         let n = self.bodies.len();
         let bodies: Vec<Expr> =
             std::mem::take(&mut self.bodies).into_iter().map(|b| b.expect("every rule is defined")).collect();
-        let mut productive = vec![false; n];
-        loop {
-            let mut changed = false;
-            for r in 0..n {
-                if !productive[r] && bodies[r].is_productive(&productive) {
-                    productive[r] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        let productive = productive_bodies(n, |r| &bodies[r]);
         if !productive[0] {
             return Err(SchemaError::new(
                 "#",
@@ -318,7 +307,8 @@ impl<'a> Lowerer<'a> {
                     .map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
             }
         }
-        b.build(&self.names[0]).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))
+        // Every unproductive part is gone (pruned above with the builder's own analysis).
+        b.build_productive(&self.names[0]).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))
     }
 
     /// Records a relaxation, or fails with `strict_keywords`.

@@ -19,6 +19,16 @@ enum Parent {
 }
 
 pub(super) fn check(rules: &[Rule]) -> Result<(), GrammarError> {
+    let productive = productive_bodies(rules.len(), |i| &rules[i].body);
+    match productive.iter().position(|&p| !p) {
+        Some(i) => Err(GrammarError::EmptyLanguage { name: rules[i].name.clone() }),
+        None => Ok(()),
+    }
+}
+
+/// Which of the `n` rule bodies (`body(i)`) match at least one string, in linear time.
+pub(crate) fn productive_bodies<'a>(n: usize, body: impl Fn(usize) -> &'a Expr) -> Vec<bool> {
+    let rules: Vec<&Expr> = (0..n).map(body).collect();
     // Flattened nodes: their parent and how many children they still need.
     let mut parent: Vec<Parent> = Vec::new();
     let mut need: Vec<usize> = Vec::new();
@@ -28,7 +38,7 @@ pub(super) fn check(rules: &[Rule]) -> Result<(), GrammarError> {
     let mut ready: Vec<usize> = Vec::new();
     let mut stack: Vec<(&Expr, Parent)> = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
-        stack.push((&rule.body, Parent::Rule(i)));
+        stack.push((rule, Parent::Rule(i)));
         while let Some((e, up)) = stack.pop() {
             let id = parent.len();
             parent.push(up);
@@ -81,10 +91,7 @@ pub(super) fn check(rules: &[Rule]) -> Result<(), GrammarError> {
             }
         }
     }
-    match productive.iter().position(|&p| !p) {
-        Some(i) => Err(GrammarError::EmptyLanguage { name: rules[i].name.clone() }),
-        None => Ok(()),
-    }
+    productive
 }
 
 #[cfg(test)]
