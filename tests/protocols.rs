@@ -195,3 +195,32 @@ fn a_tool_of_an_earlier_request_comes_from_the_fragment_cache() {
     let fresh = cold.compile_protocol("qwen", &[b, c], &ToolChoice::Auto, &options).unwrap();
     assert_eq!(g.grammar().to_string(), fresh.grammar().to_string());
 }
+
+/// Requests of one protocol with other tools share the free-text base of their dispatch through
+/// the pool (it depends on the triggers, not on the tools); the second request's masks, on a
+/// path through free text, the trigger and a call, equal the oracle's (real qwen3 tokenizer).
+#[test]
+fn the_free_text_base_is_shared_by_requests_with_other_tools() {
+    let tool = |name: &str, prop: &str| {
+        serde_json::json!({"type": "function", "function": {"name": name, "parameters": {
+            "type": "object", "properties": {prop: {"type": "string"}}, "required": [prop]}}})
+    };
+    let vocab = load("qwen3").0.clone();
+    let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+    let options = ProtocolOptions { reasoning: false, ..ProtocolOptions::default() };
+    let first = compiler.compile_protocol("qwen", &[tool("alpha", "x")], &ToolChoice::Auto, &options).unwrap();
+    crate::support::oracle_check::checked_mask(&mut GrammarMatcher::new(&first)).unwrap();
+    let second = compiler.compile_protocol("qwen", &[tool("bravo", "y")], &ToolChoice::Auto, &options).unwrap();
+    let text = "Sure.<tool_call>\n{\"name\": \"bravo\", \"arguments\": {\"y\": \"ok\"}}\n</tool_call>";
+    let mut m = GrammarMatcher::new(&second);
+    for id in encode_with_special("qwen3", text) {
+        crate::support::oracle_check::checked_mask(&mut m).unwrap();
+        assert!(m.accept_token(id), "token {id} of {text:?} rejected");
+    }
+    let stats = compiler.pool_stats();
+    assert_eq!((stats.free_text_misses, stats.free_text_hits), (1, 1), "{stats:?}");
+    // Another protocol's dispatch (other triggers) gets a base of its own.
+    let other = compiler.compile_protocol("deepseek_r1", &[tool("bravo", "y")], &ToolChoice::Auto, &options).unwrap();
+    crate::support::oracle_check::checked_mask(&mut GrammarMatcher::new(&other)).unwrap();
+    assert_eq!(compiler.pool_stats().free_text_misses, 2);
+}

@@ -30,7 +30,7 @@ use crate::util::byteset::ByteSet;
 /// Which tokens (by sorted position) a dispatch rule reads entirely as free text from its start
 /// state.
 #[derive(Debug)]
-pub(super) struct FreeTextBase {
+pub(crate) struct FreeTextBase {
     free: Vec<u64>,
 }
 
@@ -53,6 +53,41 @@ impl FreeTextBase {
             Fate::Parser
         }
     }
+}
+
+/// A key for the [`FreeTextBase`] of the dispatch rule starting at `start`: the base is a
+/// function of the vocabulary and of the free-text part of the automaton alone (which byte
+/// leads from which free-text state to which, and which bytes leave free text), not of the
+/// bodies the triggers lead to. So two requests whose dispatches share their triggers,
+/// excludes and stop strings (a protocol's, whatever the tools) share one base through the
+/// pool. A breadth-first numbering of the free-text states reachable from `start`, hashed
+/// with every byte edge (an edge leaving free text is written as such).
+pub(super) fn free_text_key(fsm: &GrammarFsm, start: StateId) -> u128 {
+    const LEAVES: u32 = u32::MAX;
+    let mut ids: crate::util::hash::FastMap<StateId, u32> = crate::util::hash::FastMap::default();
+    let mut queue = vec![start];
+    ids.insert(start, 0);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut i = 0;
+    while i < queue.len() {
+        let s = queue[i];
+        i += 1;
+        h.update(&(fsm.byte_edges(s).len() as u32).to_le_bytes());
+        for e in fsm.byte_edges(s) {
+            let target = if fsm.is_free_text(e.target) {
+                let next = ids.len() as u32;
+                *ids.entry(e.target).or_insert_with(|| {
+                    queue.push(e.target);
+                    next
+                })
+            } else {
+                LEAVES
+            };
+            h.update(&[e.lo, e.hi]);
+            h.update(&target.to_le_bytes());
+        }
+    }
+    h.digest128()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

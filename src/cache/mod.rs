@@ -148,7 +148,7 @@ pub struct MaskCache {
     shared: Option<Shared>,
     /// Per `TagDispatch` rule, the tokens its start state reads as free text (see
     /// `dispatch.rs`), computed on first use.
-    free_text: crate::util::hash::FastMap<u32, OnceLock<dispatch::FreeTextBase>>,
+    free_text: crate::util::hash::FastMap<u32, OnceLock<Arc<dispatch::FreeTextBase>>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -202,10 +202,18 @@ impl MaskCache {
                     .map(|k| (&sh.pool, k))
             });
             let (e, origin) = match (free_text, key) {
-                // Free text of a dispatch has its own fast path (per grammar, not pooled).
+                // Free text of a dispatch has its own fast path (its base is pooled, the entry
+                // per grammar).
                 (Some(base), _) => {
                     let start = fsm.rules()[fsm.rule_of(state) as usize].start;
-                    let base = base.get_or_init(|| dispatch::FreeTextBase::new(fsm, vocab, start));
+                    let base = base.get_or_init(|| {
+                        let build = || dispatch::FreeTextBase::new(fsm, vocab, start);
+                        match &self.shared {
+                            // Shared across grammars: it depends on the free-text part only.
+                            Some(sh) => sh.pool.free_text_base(dispatch::free_text_key(fsm, start), build),
+                            None => Arc::new(build()),
+                        }
+                    });
                     (Arc::new(dispatch::free_text_entry(fsm, context, follow, vocab, state, base)), 3)
                 }
                 (None, Some((pool, key))) => {

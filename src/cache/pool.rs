@@ -50,6 +50,7 @@ use lru::LruCache;
 use parking_lot::Mutex;
 
 use super::base::BaseEntry;
+use super::dispatch::FreeTextBase;
 use super::MaskEntry;
 use crate::fsm::hash::FsmHashes;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
@@ -103,6 +104,10 @@ pub struct PoolStats {
     pub evictions: u64,
     /// The byte budget.
     pub budget: usize,
+    /// `TagDispatch` free-text bases served from the pool, and built.
+    pub free_text_hits: u64,
+    /// See [`PoolStats::free_text_hits`].
+    pub free_text_misses: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,7 +158,14 @@ struct Inner {
 pub struct MaskPool {
     vocab_id: u64,
     inner: Mutex<Inner>,
+    /// `TagDispatch` free-text bases by [`super::dispatch::free_text_key`]: one bit per token,
+    /// so at most [`FREE_TEXT_BASES`] of them (2 MiB for a 128k vocabulary), outside the byte
+    /// budget of the entries.
+    free_text: Mutex<LruCache<u128, Arc<FreeTextBase>>>,
 }
+
+/// How many free-text bases a pool keeps (a serving process sees a few protocols).
+pub const FREE_TEXT_BASES: usize = 128;
 
 impl std::fmt::Debug for MaskPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,7 +188,21 @@ impl MaskPool {
                 map: LruCache::unbounded(),
                 stats: PoolStats { budget: budget_bytes, ..PoolStats::default() },
             }),
+            free_text: Mutex::new(LruCache::new(std::num::NonZeroUsize::new(FREE_TEXT_BASES).expect("nonzero"))),
         }
+    }
+
+    /// The free-text base under `key` (see [`super::dispatch::free_text_key`]), built by `build`
+    /// (outside the lock) when absent.
+    pub(super) fn free_text_base(&self, key: u128, build: impl FnOnce() -> FreeTextBase) -> Arc<FreeTextBase> {
+        if let Some(base) = self.free_text.lock().get(&key) {
+            self.inner.lock().stats.free_text_hits += 1;
+            return Arc::clone(base);
+        }
+        let base = Arc::new(build());
+        self.free_text.lock().put(key, Arc::clone(&base));
+        self.inner.lock().stats.free_text_misses += 1;
+        base
     }
 
     /// The fingerprint of the vocabulary the pool serves ([`vocabulary_fingerprint`]).
