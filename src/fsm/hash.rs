@@ -37,8 +37,8 @@
 //!
 //! A rule's hash needs the hashes of the rules it references, so rules are processed by
 //! strongly connected components of the reference graph (rule `a` → rule `b` when a state
-//! reachable in `a` has an edge referencing `b`), in the order an iterative Tarjan search emits
-//! them: every component after all components it references. A component that is a single rule
+//! reachable in `a` has an edge referencing `b`; [`crate::util::scc`], an iterative Tarjan
+//! search), every component after all components it references. A component that is a single rule
 //! without a self-reference is hashed directly (the leaves and the acyclic part of the graph).
 //!
 //! A **simple cycle** is a cyclic component in which every member references exactly one
@@ -83,6 +83,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::{GrammarFsm, RuleKind, StateId};
+use crate::util::scc::strongly_connected_components;
 
 /// The canonical number of a state that is not reachable from its rule's start.
 pub const UNREACHABLE: u32 = u32::MAX;
@@ -360,7 +361,7 @@ fn reference_graph(fsm: &GrammarFsm) -> References {
     References { offsets, targets }
 }
 
-/// Strongly connected components, each listed after every component it references.
+/// Strongly connected components, numbered so that every component comes after those it references.
 struct Components {
     comp_of: Vec<u32>,
     offsets: Vec<u32>,
@@ -376,64 +377,25 @@ impl Components {
     }
 }
 
-/// Tarjan's algorithm with an explicit stack of `(rule, next reference)` frames. Components are
-/// emitted in reverse topological order of the condensation: referenced components first.
+/// The strongly connected components of the reference graph ([`strongly_connected_components`]:
+/// referenced components get smaller numbers), with each component's members listed together
+/// in rule order. The hashes do not depend on that order (a simple cycle is hashed by its least
+/// rotation; other components get no hash).
 fn strongly_connected(refs: &References, n: usize) -> Components {
-    const NONE: u32 = u32::MAX;
-    let mut index = vec![NONE; n];
-    let mut low = vec![0u32; n];
-    let mut on_stack = vec![false; n];
-    let mut stack: Vec<u32> = Vec::new();
-    let mut frames: Vec<(u32, u32)> = Vec::new();
-    let mut next = 0u32;
-    let mut comp_of = vec![NONE; n];
-    let mut offsets = vec![0u32];
-    let mut members = Vec::with_capacity(n);
-    for root in 0..n as u32 {
-        if index[root as usize] != NONE {
-            continue;
-        }
-        index[root as usize] = next;
-        low[root as usize] = next;
-        next += 1;
-        stack.push(root);
-        on_stack[root as usize] = true;
-        frames.push((root, 0));
-        while let Some(frame) = frames.last_mut() {
-            let v = frame.0;
-            let out = refs.of(v);
-            if let Some(&w) = out.get(frame.1 as usize) {
-                frame.1 += 1;
-                if index[w as usize] == NONE {
-                    index[w as usize] = next;
-                    low[w as usize] = next;
-                    next += 1;
-                    stack.push(w);
-                    on_stack[w as usize] = true;
-                    frames.push((w, 0));
-                } else if on_stack[w as usize] {
-                    low[v as usize] = low[v as usize].min(index[w as usize]);
-                }
-                continue;
-            }
-            frames.pop();
-            if let Some(&(parent, _)) = frames.last() {
-                low[parent as usize] = low[parent as usize].min(low[v as usize]);
-            }
-            if low[v as usize] == index[v as usize] {
-                let c = (offsets.len() - 1) as u32;
-                loop {
-                    let w = stack.pop().expect("the component's root is on the stack");
-                    on_stack[w as usize] = false;
-                    comp_of[w as usize] = c;
-                    members.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                offsets.push(members.len() as u32);
-            }
-        }
+    let comp_of = strongly_connected_components(n, |r| refs.of(r as u32).iter().map(|&x| x as usize));
+    let count = comp_of.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    let mut offsets = vec![0u32; count + 1];
+    for &c in &comp_of {
+        offsets[c as usize + 1] += 1;
+    }
+    for c in 0..count {
+        offsets[c + 1] += offsets[c];
+    }
+    let mut fill = offsets.clone();
+    let mut members = vec![0u32; n];
+    for (r, &c) in comp_of.iter().enumerate() {
+        members[fill[c as usize] as usize] = r as u32;
+        fill[c as usize] += 1;
     }
     Components { comp_of, offsets, members }
 }

@@ -16,8 +16,8 @@ where
     let mut stack: Vec<usize> = Vec::new();
     let mut next_index = 0u32;
     let mut next_comp = 0u32;
-    // Call stack of (node, its successors, position in them).
-    let mut calls: Vec<(usize, Vec<usize>, usize)> = Vec::new();
+    // Call stack of (node, the rest of its successors).
+    let mut calls: Vec<(usize, I::IntoIter)> = Vec::new();
     for root in 0..n {
         if index[root] != UNVISITED {
             continue;
@@ -27,27 +27,24 @@ where
         next_index += 1;
         stack.push(root);
         on_stack[root] = true;
-        calls.push((root, succ(root).into_iter().collect(), 0));
-        while let Some((v, succs, pos)) = calls.last_mut() {
+        calls.push((root, succ(root).into_iter()));
+        while let Some((v, succs)) = calls.last_mut() {
             let v = *v;
-            if *pos < succs.len() {
-                let w = succs[*pos];
-                *pos += 1;
+            if let Some(w) = succs.next() {
                 if index[w] == UNVISITED {
                     index[w] = next_index;
                     low[w] = next_index;
                     next_index += 1;
                     stack.push(w);
                     on_stack[w] = true;
-                    let ws: Vec<usize> = succ(w).into_iter().collect();
-                    calls.push((w, ws, 0));
+                    calls.push((w, succ(w).into_iter()));
                 } else if on_stack[w] {
                     low[v] = low[v].min(index[w]);
                 }
                 continue;
             }
             calls.pop();
-            if let Some((parent, _, _)) = calls.last() {
+            if let Some((parent, _)) = calls.last() {
                 low[*parent] = low[*parent].min(low[v]);
             }
             if low[v] == index[v] {
