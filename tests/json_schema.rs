@@ -721,3 +721,24 @@ fn every_rule_of_every_maskbench_grammar_is_productive() {
     }
     assert!(checked > 2000, "{checked} schemas lowered");
 }
+
+/// Deeply nested `anyOf` branches go through the fragment cache only near the top (checking and
+/// hashing every level would cost the schema's size times its depth), and inline below.
+#[test]
+fn only_top_level_branches_become_fragments() {
+    let mut schema = json!({"type": "integer"});
+    for _ in 0..30 {
+        schema =
+            json!({"anyOf": [{"type": "object", "properties": {"a": schema}, "required": ["a"]}, {"type": "null"}]});
+    }
+    let c = compiler("llama3");
+    let g = c.compile_json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+    let stats = c.schema_fragment_stats();
+    assert!(stats.misses <= 4, "only the branches of the top levels are fragments: {stats:?}");
+    let mut instance = json!(1);
+    for _ in 0..30 {
+        instance = json!({ "a": instance });
+    }
+    assert!(accepts(&g, "llama3", &instance.to_string()));
+    assert!(!accepts(&g, "llama3", "{\"a\": \"x\"}"));
+}

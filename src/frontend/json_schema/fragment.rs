@@ -12,6 +12,11 @@
 //! as when lowering inline. Anything unusual (an error, a limit the import would cross) falls
 //! back to lowering inline, which reports it with the right pointer.
 //!
+//! Only branches near the top of a document (nesting depth at most 4, where a request's tools
+//! sit) go through the cache, and branches inside a fragment are lowered inline: checking and
+//! hashing a branch costs its size, so doing it at every level of a deeply nested schema would
+//! cost size × depth.
+//!
 //! Fragments keep their own copies of shared rules (string tails, "any value"); the automaton
 //! builder's rule cache ([`crate::fsm::RuleFsmCache`]) makes those copies cheap.
 

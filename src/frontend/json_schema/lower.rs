@@ -119,6 +119,10 @@ const MAX_NOT_REQUIRED: usize = 4;
 /// Keeps memoized merge rules apart from `$ref` rules in the shared map.
 const MEMO_LEVEL_TAG: u32 = 1 << 30;
 
+/// The deepest sub-schema nesting at which `anyOf`/`oneOf` branches go through the fragment
+/// cache (a request's tools sit at depth 1 or 2).
+const MAX_FRAGMENT_DEPTH: usize = 4;
+
 /// The deepest indentation level rules are generated for with `indent`; deeper generic values
 /// are written on one line.
 const MAX_INDENT_LEVEL: u32 = 64;
@@ -163,13 +167,9 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers `schema` on its own as a [`Fragment`] whose root rule matches its values at
     /// nesting `level` (no surrounding whitespace); see [`super::fragment`].
-    fn run_fragment(
-        schema: &'a Value,
-        opts: &'a JsonSchemaOptions,
-        level: u32,
-        fragments: Option<&'a SchemaFragmentCache>,
-    ) -> Result<Fragment, SchemaError> {
-        let mut l = Lowerer::new(schema, opts, fragments);
+    fn run_fragment(schema: &'a Value, opts: &'a JsonSchemaOptions, level: u32) -> Result<Fragment, SchemaError> {
+        // Branches inside a fragment are lowered inline (see `branch`).
+        let mut l = Lowerer::new(schema, opts, None);
         let root_rule = l.new_rule("frag");
         let body = l.schema(schema, "#", level)?;
         l.bodies[root_rule.index()] = Some(body);
@@ -214,11 +214,13 @@ impl<'a> Lowerer<'a> {
     /// The branch `b` of an `anyOf`/`oneOf` at `ptr`: through the fragment cache when there is
     /// one and the branch is self-contained, else lowered inline.
     fn branch(&mut self, b: &Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        if let Some(cache) = self.fragments {
+        // Only near the top of the document (where a request's tools are), and not inside a
+        // fragment: checking and hashing a branch costs its size, so doing it at every level of
+        // a deeply nested schema would cost its size times its depth.
+        if let Some(cache) = self.fragments.filter(|_| self.depth <= MAX_FRAGMENT_DEPTH) {
             if b.is_object() && fragment::is_self_contained(b) {
-                let (opts, nested) = (self.opts, self.fragments);
-                let fragment =
-                    cache.get_or_lower(b, opts, level, || Lowerer::run_fragment(b, opts, level, nested).ok());
+                let opts = self.opts;
+                let fragment = cache.get_or_lower(b, opts, level, || Lowerer::run_fragment(b, opts, level).ok());
                 if let Some(e) = fragment.map(|f| self.import_fragment(&f, ptr)).transpose()?.flatten() {
                     return Ok(e);
                 }
