@@ -36,9 +36,13 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
             RuleKind::Counted { .. } => s == r.start || fsm.is_final(s),
         };
     }
+    // Only states with rule edges or an iteration end can change below (the others keep what
+    // their byte edges give): iterate over those alone, not over every state per round.
+    let active: Vec<StateId> =
+        (0..n_states as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(s).is_some()).collect();
     loop {
         let mut changed = false;
-        for s in 0..n_states as StateId {
+        for &s in &active {
             let mut f = first[s as usize];
             let mut end = endable[s as usize];
             for e in fsm.rule_edges(s) {
@@ -62,18 +66,26 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
             break;
         }
     }
+    // Every rule edge once, with what follows it: (caller, callee, bytes after, may end after).
+    let calls: Vec<(usize, usize, ByteSet, bool)> = active
+        .iter()
+        .flat_map(|&s| {
+            let parent = fsm.rule_of(s) as usize;
+            let (first, endable) = (&first, &endable);
+            fsm.rule_edges(s)
+                .iter()
+                .map(move |e| (parent, e.rule as usize, first[e.target as usize], endable[e.target as usize]))
+        })
+        .collect();
     let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
     loop {
         let mut changed = false;
-        for s in 0..n_states as StateId {
-            let parent = fsm.rule_of(s) as usize;
-            for e in fsm.rule_edges(s) {
-                let mut add = first[e.target as usize];
-                if endable[e.target as usize] {
-                    add.union_with(&follow[parent].clone());
-                }
-                changed |= follow[e.rule as usize].union_with(&add);
+        for &(parent, callee, after, may_end) in &calls {
+            let mut add = after;
+            if may_end {
+                add.union_with(&follow[parent].clone());
             }
+            changed |= follow[callee].union_with(&add);
         }
         if !changed {
             return follow;
