@@ -742,3 +742,18 @@ fn only_top_level_branches_become_fragments() {
     assert!(accepts(&g, "llama3", &instance.to_string()));
     assert!(!accepts(&g, "llama3", "{\"a\": \"x\"}"));
 }
+
+/// A branch that cannot be a fragment (here: no string satisfies it) is remembered as such: the
+/// next schema holding it lowers it inline without trying again, with the same result.
+#[test]
+fn a_branch_that_is_not_a_fragment_is_remembered() {
+    let impossible = json!({"type": "string", "minLength": 5, "maxLength": 2});
+    let c = compiler("llama3");
+    let options = JsonSchemaOptions::default();
+    c.compile_json_schema(&json!({"anyOf": [impossible.clone(), {"type": "null"}]}), &options).unwrap();
+    let before = c.schema_fragment_stats();
+    let g = c.compile_json_schema(&json!({"anyOf": [{"type": "boolean"}, impossible]}), &options).unwrap();
+    let after = c.schema_fragment_stats();
+    assert_eq!(after.hits - before.hits, 1, "{before:?} → {after:?}");
+    assert!(accepts(&g, "llama3", "true") && !accepts(&g, "llama3", "\"abcdef\"") && !accepts(&g, "llama3", "null"));
+}

@@ -56,7 +56,9 @@ pub struct SchemaFragmentStats {
 /// count. `Send + Sync`; a [`crate::GrammarCompiler`] owns one.
 #[derive(Debug)]
 pub struct SchemaFragmentCache {
-    inner: Mutex<(LruCache<u128, Arc<Fragment>>, SchemaFragmentStats)>,
+    /// `None` remembers a branch that cannot be a fragment (it is lowered inline every time,
+    /// without trying again).
+    inner: Mutex<(LruCache<u128, Option<Arc<Fragment>>>, SchemaFragmentStats)>,
 }
 
 // A panic while the lock is held cannot leave a half-updated entry: entries are whole `Arc`s
@@ -78,7 +80,7 @@ impl SchemaFragmentCache {
     }
 
     /// The fragment of `schema` at nesting `level`, from the cache or from `lower` (run
-    /// without the lock); `None` when `lower` fails (the caller lowers inline).
+    /// without the lock); `None` when `lower` fails (the caller lowers inline), which is kept too.
     pub(super) fn get_or_lower(
         &self,
         schema: &Value,
@@ -91,14 +93,14 @@ impl SchemaFragmentCache {
             let mut inner = self.inner.lock();
             if let Some(f) = inner.0.get(&key).cloned() {
                 inner.1.hits += 1;
-                return Some(f);
+                return f;
             }
         }
-        let fragment = Arc::new(lower()?);
+        let fragment = lower().map(Arc::new);
         let mut inner = self.inner.lock();
         inner.1.misses += 1;
-        inner.0.put(key, Arc::clone(&fragment));
-        Some(fragment)
+        inner.0.put(key, fragment.clone());
+        fragment
     }
 
     /// The lowering of the whole document `schema` (a tool's parameters inside a structural
@@ -112,7 +114,7 @@ impl SchemaFragmentCache {
         options: &JsonSchemaOptions,
     ) -> Result<(Grammar, super::JsonSchemaReport), super::SchemaError> {
         let key = fragment_key(schema, options, "document");
-        let hit = self.inner.lock().0.get(&key).cloned();
+        let hit = self.inner.lock().0.get(&key).cloned().flatten();
         let fragment = match hit {
             Some(f) => {
                 self.inner.lock().1.hits += 1;
@@ -123,7 +125,7 @@ impl SchemaFragmentCache {
                 let f = Arc::new(Fragment { grammar, relaxations: report.relaxations, depth: 0, schemas: 0 });
                 let mut inner = self.inner.lock();
                 inner.1.misses += 1;
-                inner.0.put(key, Arc::clone(&f));
+                inner.0.put(key, Some(Arc::clone(&f)));
                 f
             }
         };
