@@ -56,10 +56,12 @@ pub struct SchemaFragmentStats {
 /// count. `Send + Sync`; a [`crate::GrammarCompiler`] owns one.
 #[derive(Debug)]
 pub struct SchemaFragmentCache {
-    /// `None` remembers a branch that cannot be a fragment (it is lowered inline every time,
-    /// without trying again).
-    inner: Mutex<(LruCache<u128, Option<Arc<Fragment>>>, SchemaFragmentStats)>,
+    inner: Mutex<(LruCache<u128, Slot>, SchemaFragmentStats)>,
 }
+
+/// A cached fragment; `None` remembers a branch that cannot be a fragment (it is lowered inline
+/// every time, without trying again).
+type Slot = Option<Arc<Fragment>>;
 
 // A panic while the lock is held cannot leave a half-updated entry: entries are whole `Arc`s
 // inserted by one `put`, and the counters are advisory.
