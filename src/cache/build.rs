@@ -105,34 +105,17 @@ fn walk(
     state: StateId,
     range: std::ops::Range<usize>,
 ) -> Walk {
-    let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
-    let base = parser.byte_len();
+    let mut reader = PrefixReader::new(fsm, state, context);
     let ids = vocab.sorted_token_ids();
     let lcp = vocab.sorted_lcp();
     let mut out = Walk::default();
-    // `held` bytes of the last walked token are in the parser; `exits[k]` counts the positions
-    // 1..=k of that prefix where the rule could end.
-    let mut held = 0usize;
-    let mut exits: Vec<u32> = vec![0];
     let mut i = range.start;
     while i < range.end {
         let bytes = vocab.sorted_token_bytes(i);
         // Tokens skipped since the last walked one all extend its failed prefix, which is
         // longer than this token's common prefix with them, so `lcp[i]` is also the common
         // prefix with the walked token.
-        let common = (lcp[i] as usize).min(held);
-        if held > common {
-            parser.pop_bytes(held - common);
-            held = common;
-            exits.truncate(held + 1);
-        }
-        // The sentinel lead byte is never text (see `util::sentinel`): a token holding it is
-        // rejected or uncertain from there, as if the automaton could not read it.
-        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && parser.advance_byte(bytes[held]) {
-            held += 1;
-            let exit = parser.is_accepting_at(base + held) as u32;
-            exits.push(exits[held - 1] + exit);
-        }
+        let held = reader.read(bytes, lcp[i] as usize);
         if held == bytes.len() {
             out.accepted.push(ids[i]);
             i += 1;
@@ -142,12 +125,8 @@ fn walk(
         // for some follow sets) when the rule can end after some j in 1..=held bytes; the byte
         // after such an end must then follow the rule.
         let mut exit_bytes = ByteSet::EMPTY;
-        if exits[held] > 0 {
-            for j in 1..=held {
-                if exits[j] > exits[j - 1] {
-                    exit_bytes.insert(bytes[j]);
-                }
-            }
+        for j in reader.ends() {
+            exit_bytes.insert(bytes[j]);
         }
         let candidate = !exit_bytes.is_empty();
         // Every following token that extends `bytes[..=held]` gets the same verdict.
@@ -180,13 +159,10 @@ pub(super) fn walk_positions(
     state: StateId,
     positions: &[u32],
 ) -> (Vec<u32>, Vec<u32>) {
-    let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
-    let base = parser.byte_len();
+    let mut reader = PrefixReader::new(fsm, state, context);
     let ids = vocab.sorted_token_ids();
     let (mut accepted, mut uncertain) = (Vec::new(), Vec::new());
     let mut prev: &[u8] = &[];
-    let mut held = 0usize;
-    let mut exits: Vec<u32> = vec![0];
     // A prefix length of `prev` whose next byte fails, and the verdict of every token sharing it.
     let mut failed: Option<(usize, Class)> = None;
     for &pos in positions {
@@ -202,33 +178,66 @@ pub(super) fn walk_positions(
             }
             failed = None;
         }
-        let common = lcp.min(held);
-        if held > common {
-            parser.pop_bytes(held - common);
-            held = common;
-            exits.truncate(held + 1);
-        }
-        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && parser.advance_byte(bytes[held]) {
-            held += 1;
-            let exit = parser.is_accepting_at(base + held) as u32;
-            exits.push(exits[held - 1] + exit);
-        }
+        let held = reader.read(bytes, lcp);
         prev = bytes;
         if held == bytes.len() {
             accepted.push(id);
             continue;
         }
-        let class = if exits[held] > 0 && (1..=held).any(|j| exits[j] > exits[j - 1] && follow.contains(bytes[j])) {
-            Class::Uncertain
-        } else {
-            Class::Rejected
-        };
+        let class = if reader.ends().any(|j| follow.contains(bytes[j])) { Class::Uncertain } else { Class::Rejected };
         if class == Class::Uncertain {
             uncertain.push(pos);
         }
         failed = Some((held, class));
     }
     (accepted, uncertain)
+}
+
+/// An isolated parser reading consecutive tokens of the sorted vocabulary: it keeps the prefix
+/// a token shares with the previous one, and remembers after which bytes of what it holds the
+/// rule could end (where a token that fails later may leave the rule instead).
+struct PrefixReader {
+    parser: Parser,
+    base: usize,
+    /// Bytes of the last token in the parser.
+    held: usize,
+    /// `exits[k]`: how many of the positions 1..=k of the held prefix could end the rule.
+    exits: Vec<u32>,
+}
+
+impl PrefixReader {
+    fn new(fsm: &Arc<GrammarFsm>, state: StateId, context: &[StateId]) -> Self {
+        let parser = Parser::isolated(Arc::clone(fsm), state, context);
+        let base = parser.byte_len();
+        PrefixReader { parser, base, held: 0, exits: vec![0] }
+    }
+
+    /// Keeps at most the first `common` bytes held (the prefix `bytes` shares with the last
+    /// token), then reads `bytes` on as far as the rule allows; returns how many are held.
+    #[inline]
+    fn read(&mut self, bytes: &[u8], common: usize) -> usize {
+        let mut held = self.held;
+        if held > common {
+            self.parser.pop_bytes(held - common);
+            held = common;
+            self.exits.truncate(common + 1);
+        }
+        // The sentinel lead byte is never text (see `util::sentinel`): a token holding it is
+        // rejected or uncertain from there, as if the automaton could not read it.
+        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && self.parser.advance_byte(bytes[held]) {
+            held += 1;
+            let exit = self.parser.is_accepting_at(self.base + held) as u32;
+            self.exits.push(self.exits[held - 1] + exit);
+        }
+        self.held = held;
+        held
+    }
+
+    /// The lengths `j` in 1..=held after which the rule could end.
+    fn ends(&self) -> impl Iterator<Item = usize> + '_ {
+        let any = self.exits[self.held] > 0;
+        (1..=self.held).filter(move |&j| any && self.exits[j] > self.exits[j - 1])
+    }
 }
 
 /// The smallest form of a walk's accepted tokens.

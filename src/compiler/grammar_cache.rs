@@ -100,7 +100,7 @@ pub(crate) fn hash_parts(parts: &[&[u8]], json: Option<&Value>) -> u64 {
         h.update(p);
     }
     if let Some(v) = json {
-        crate::util::hash::hash_json(v, &mut h);
+        crate::util::json::hash_json(v, &mut h);
     }
     h.digest()
 }

@@ -265,13 +265,7 @@ impl Expr {
 
     /// The nesting depth (a leaf has depth 1), computed without recursion.
     pub fn depth(&self) -> usize {
-        let mut max = 0;
-        let mut stack = vec![(self, 1usize)];
-        while let Some((e, d)) = stack.pop() {
-            max = max.max(d);
-            stack.extend(e.children().iter().map(|c| (c, d + 1)));
-        }
-        max
+        self.depth_and_node_count().0
     }
     /// The number of nodes, computed without recursion.
     pub fn node_count(&self) -> usize {

@@ -191,18 +191,9 @@ fn detect_kind(
 fn parse_object(json: &[u8], what: &'static str) -> Result<serde_json::Map<String, Value>, VocabError> {
     match serde_json::from_slice(json).map_err(|e| VocabError::json(what, e))? {
         Value::Object(map) => Ok(map),
-        other => Err(VocabError::json(what, format!("expected a JSON object, found {}", json_type(&other)))),
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        other => {
+            Err(VocabError::json(what, format!("expected a JSON object, found {}", crate::util::json::kind(&other))))
+        }
     }
 }
 

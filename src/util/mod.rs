@@ -6,6 +6,8 @@
 //!   stable 64-bit one (xxh3) for keys that must agree across processes and grammars.
 //! * [`interner`] numbers distinct slices (state sets, edge signatures) in one arena, so the
 //!   automaton passes allocate per pass rather than per state.
+//! * [`json`] names JSON value kinds for error messages and hashes values without
+//!   serializing them (cache keys).
 //! * [`utf8`] turns code-point ranges into UTF-8 byte-range sequences, which is how
 //!   character classes reach the byte-level automata.
 //! * [`sentinel`] gives every token id a byte string no text can produce, so grammar elements
@@ -15,6 +17,7 @@ pub mod bitset;
 pub mod byteset;
 pub mod hash;
 pub mod interner;
+pub mod json;
 pub mod ranges;
 pub mod scc;
 pub mod sentinel;

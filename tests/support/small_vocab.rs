@@ -2,9 +2,8 @@
 
 use maskforge::{Vocabulary, VocabularyBuilder};
 
-/// Every string over {a, b, c} of length 1 to 3, the two bytes of "é" separately and together,
-/// "éa", a special stop token, and two padding ids.
-pub fn small_vocab() -> Vocabulary {
+/// Every string over {a, b, c} of length 1 to 3 (39), each followed by its extensions.
+fn abc_strings() -> Vec<Vec<u8>> {
     let mut tokens: Vec<Vec<u8>> = Vec::new();
     let letters = [b'a', b'b', b'c'];
     for &x in &letters {
@@ -16,6 +15,13 @@ pub fn small_vocab() -> Vocabulary {
             }
         }
     }
+    tokens
+}
+
+/// Every string over {a, b, c} of length 1 to 3, the two bytes of "é" separately and together,
+/// "éa", a special stop token, and two padding ids.
+pub fn small_vocab() -> Vocabulary {
+    let mut tokens = abc_strings();
     tokens.extend([vec![0xC3], vec![0xA9], "é".as_bytes().to_vec(), "éa".as_bytes().to_vec()]);
     tokens.push(b"</s>".to_vec());
     let stop = (tokens.len() - 1) as u32;
@@ -43,17 +49,7 @@ pub const BYTE_FF: u32 = 44;
 /// `<|a|>` and `<|b|>`, a special stop token `</s>`, two normal tokens holding the byte `0xFF`,
 /// and three padding ids.
 pub fn token_vocab() -> Vocabulary {
-    let mut tokens: Vec<Vec<u8>> = Vec::new();
-    let letters = [b'a', b'b', b'c'];
-    for &x in &letters {
-        tokens.push(vec![x]);
-        for &y in &letters {
-            tokens.push(vec![x, y]);
-            for &z in &letters {
-                tokens.push(vec![x, y, z]);
-            }
-        }
-    }
+    let mut tokens = abc_strings();
     tokens.push(b"<t>".to_vec());
     assert_eq!(tokens.len(), SPECIAL_A as usize);
     tokens.extend([b"<|a|>".to_vec(), b"<|b|>".to_vec(), b"</s>".to_vec()]);

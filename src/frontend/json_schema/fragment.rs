@@ -116,12 +116,14 @@ impl SchemaFragmentCache {
         options: &JsonSchemaOptions,
     ) -> Result<(Grammar, super::JsonSchemaReport), super::SchemaError> {
         let key = fragment_key(schema, options, "document");
-        let hit = self.inner.lock().0.get(&key).cloned().flatten();
+        let hit = {
+            let mut inner = self.inner.lock();
+            let hit = inner.0.get(&key).cloned().flatten();
+            inner.1.hits += u64::from(hit.is_some());
+            hit
+        };
         let fragment = match hit {
-            Some(f) => {
-                self.inner.lock().1.hits += 1;
-                f
-            }
+            Some(f) => f,
             None => {
                 let (grammar, report) = super::json_schema_to_grammar_cached(schema, options, self)?;
                 let f = Arc::new(Fragment { grammar, relaxations: report.relaxations, depth: 0, schemas: 0 });
@@ -140,7 +142,7 @@ impl SchemaFragmentCache {
 fn fragment_key(schema: &Value, options: &JsonSchemaOptions, kind: &str) -> u128 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(format!("{options:?}|{kind}").as_bytes());
-    crate::util::hash::hash_json(schema, &mut h);
+    crate::util::json::hash_json(schema, &mut h);
     h.digest128()
 }
 

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::error::{StructuralTagError as Error, StructuralTagErrorKind as Kind};
 use crate::frontend::json_schema::pointer_segment;
+use crate::util::json::kind as json_kind;
 
 /// A token named by id or by its text (resolved against the vocabulary when lowering).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,7 +182,7 @@ pub fn parse_format(v: &Value, pointer: &str, depth: usize) -> Result<Node, Erro
         return Err(Error::invalid(pointer, format!("formats nest deeper than {MAX_DEPTH} levels")));
     }
     let Value::Object(map) = v else {
-        return Err(Error::invalid(pointer, format!("a format must be a JSON object, found {}", kind_of(v))));
+        return Err(Error::invalid(pointer, format!("a format must be a JSON object, found {}", json_kind(v))));
     };
     let ty = match map.get("type") {
         Some(Value::String(t)) => t.as_str(),
@@ -315,7 +316,7 @@ fn parse_tag_fields(o: &Obj<'_>) -> Result<Tag, Error> {
                     other => {
                         return Err(Error::invalid(
                             &join(&o.at("end"), &i.to_string()),
-                            format!("expected a string, found {}", kind_of(other)),
+                            format!("expected a string, found {}", json_kind(other)),
                         ))
                     }
                 }
@@ -336,7 +337,7 @@ fn delimiter(v: &Value, pointer: &str, depth: usize) -> Result<Delimiter, Error>
             _ => Err(Error::invalid(pointer, "a tag delimiter must be a string or a `token` format")),
         },
         other => {
-            Err(Error::invalid(pointer, format!("expected a string or a `token` format, found {}", kind_of(other))))
+            Err(Error::invalid(pointer, format!("expected a string or a `token` format, found {}", json_kind(other))))
         }
     }
 }
@@ -351,7 +352,7 @@ fn token_ref(v: &Value, pointer: &str) -> Result<TokenRef, Error> {
             .ok_or_else(|| Error::invalid(pointer, format!("a token id must be a non-negative integer, found {n}"))),
         other => Err(Error::invalid(
             pointer,
-            format!("a token must be an id or a non-empty string, found {}", kind_of(other)),
+            format!("a token must be an id or a non-empty string, found {}", json_kind(other)),
         )),
     }
 }
@@ -373,7 +374,7 @@ impl Obj<'_> {
     fn string(&self, key: &str) -> Result<String, Error> {
         match self.required(key)? {
             Value::String(s) => Ok(s.clone()),
-            other => Err(Error::invalid(&self.at(key), format!("expected a string, found {}", kind_of(other)))),
+            other => Err(Error::invalid(&self.at(key), format!("expected a string, found {}", json_kind(other)))),
         }
     }
     fn opt_string(&self, key: &str) -> Result<Option<String>, Error> {
@@ -387,7 +388,9 @@ impl Obj<'_> {
         match self.map.get(key) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(Error::invalid(&self.at(key), format!("expected a boolean, found {}", kind_of(other)))),
+            Some(other) => {
+                Err(Error::invalid(&self.at(key), format!("expected a boolean, found {}", json_kind(other))))
+            }
         }
     }
     fn u32(&self, key: &str) -> Result<u32, Error> {
@@ -401,7 +404,7 @@ impl Obj<'_> {
             None if !required => Ok(&[]),
             None => Err(Error::invalid(self.pointer, format!("missing field `{key}`"))),
             Some(Value::Array(a)) => Ok(a),
-            Some(other) => Err(Error::invalid(&self.at(key), format!("expected an array, found {}", kind_of(other)))),
+            Some(other) => Err(Error::invalid(&self.at(key), format!("expected an array, found {}", json_kind(other)))),
         }
     }
     fn strings(&self, key: &str, required: bool) -> Result<Vec<String>, Error> {
@@ -412,7 +415,7 @@ impl Obj<'_> {
                 other => {
                     return Err(Error::invalid(
                         &join(&self.at(key), &i.to_string()),
-                        format!("expected a string, found {}", kind_of(other)),
+                        format!("expected a string, found {}", json_kind(other)),
                     ))
                 }
             }
@@ -464,15 +467,4 @@ impl Obj<'_> {
 /// `pointer/key` with the key escaped.
 pub(super) fn join(pointer: &str, key: &str) -> String {
     format!("{pointer}/{}", pointer_segment(key))
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
