@@ -557,6 +557,35 @@ fn options() {
 }
 
 #[test]
+fn any_order_beyond_the_exact_limit_tracks_required_keys_and_reports_repeatable_ones() {
+    let c = compiler("llama3");
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}, "d": {"type": "null"}, "e": {"type": "integer"}},
+        "required": ["a", "e"],
+    });
+    let any = JsonSchemaOptions { property_order: PropertyOrder::Any, ..JsonSchemaOptions::default() };
+    let g = c.compile_json_schema(&schema, &any).unwrap();
+    assert!(accepts(&g, "llama3", r#"{"d": null, "e": 2, "b": "x", "a": 1}"#));
+    assert!(accepts(&g, "llama3", r#"{"e": 2, "a": 1}"#));
+    // Required keys: all of them, once each.
+    assert!(!accepts(&g, "llama3", r#"{"d": null, "b": "x", "a": 1}"#));
+    assert!(!accepts(&g, "llama3", r#"{"a": 1, "e": 2, "a": 1}"#));
+    // Optional keys may repeat, every occurrence validated, and the report says so.
+    assert!(accepts(&g, "llama3", r#"{"c": true, "a": 1, "c": false, "e": 2}"#));
+    assert!(!accepts(&g, "llama3", r#"{"c": true, "a": 1, "c": 3, "e": 2}"#));
+    let report = g.json_schema_report().unwrap();
+    assert_eq!(report.relaxed_keywords(), vec!["properties"]);
+    assert_eq!(report.relaxations[0].pointer, "#");
+    // Up to three declared properties, no key repeats and nothing is reported.
+    let small = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}});
+    let g = c.compile_json_schema(&small, &any).unwrap();
+    assert!(accepts(&g, "llama3", r#"{"c": 1, "a": 2}"#));
+    assert!(!accepts(&g, "llama3", r#"{"c": 1, "a": 2, "c": 3}"#));
+    assert!(g.json_schema_report().unwrap().is_exact());
+}
+
+#[test]
 fn coverage_report_and_strict_keywords() {
     let c = compiler("llama3");
     let schema = json!({

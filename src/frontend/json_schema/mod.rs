@@ -45,9 +45,10 @@
 //!   order of `properties` (as XGrammar and LLGuidance do), and additional properties may
 //!   appear between them. [`PropertyOrder::Any`] (part of
 //!   [`JsonSchemaOptions::spec_compliant`], since the specification does not order
-//!   properties) accepts any order while still enforcing `required`: with up to 6 declared
+//!   properties) accepts any order while still enforcing `required`: with up to 3 declared
 //!   properties no key may repeat; beyond, an optional key may repeat (each occurrence is
-//!   validated); beyond 8 required properties, declared order is used and reported.
+//!   validated, and the report says so); beyond 8 required properties, declared order is used
+//!   and reported.
 //! * **`oneOf`**: exact when the branches are provably disjoint (different JSON types,
 //!   disjoint `const`/`enum` values, or a common required property with disjoint constant
 //!   values); otherwise enforced as `anyOf` and reported.
@@ -165,7 +166,9 @@ pub enum PropertyOrder {
     /// The order of `properties` in the schema; additional properties may appear anywhere.
     #[default]
     Declared,
-    /// Any order; `required` is enforced and declared keys appear at most once.
+    /// Any order; `required` is enforced and declared keys appear at most once, except that
+    /// beyond 3 declared properties an optional key may repeat (reported as a relaxation of
+    /// `properties`: each set of keys written would be a rule of its own).
     Any,
 }
 
