@@ -577,6 +577,21 @@ fn any_order_beyond_the_exact_limit_tracks_required_keys_and_reports_repeatable_
     let report = g.json_schema_report().unwrap();
     assert_eq!(report.relaxed_keywords(), vec!["properties"]);
     assert_eq!(report.relaxations[0].pointer, "#");
+    // Beyond four required properties, the required ones are counted: every order of them is
+    // accepted, a missing one rejected, and the report says what a count lets through.
+    let many = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {"type": "integer"}, "e": {"type": "integer"}, "f": {"type": "string"}},
+        "required": ["a", "b", "c", "d", "e"],
+        "maxProperties": 5,
+    });
+    let g = c.compile_json_schema(&many, &any).unwrap();
+    assert!(accepts(&g, "llama3", r#"{"e": 5, "c": 3, "a": 1, "d": 4, "b": 2}"#));
+    assert!(!accepts(&g, "llama3", r#"{"e": 5, "c": 3, "a": 1, "d": 4}"#));
+    assert!(!accepts(&g, "llama3", r#"{"e": 5, "c": 3, "a": 1, "d": 4, "b": 2, "f": "x"}"#), "maxProperties");
+    assert!(!accepts(&g, "llama3", r#"{"e": 5, "c": 3, "a": 1, "d": 4, "b": "2"}"#));
+    let report = g.json_schema_report().unwrap();
+    assert!(report.relaxations.iter().any(|r| r.keyword == "properties" && r.detail.contains("counted")), "{report:?}");
     // Up to three declared properties, no key repeats and nothing is reported.
     let small = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}});
     let g = c.compile_json_schema(&small, &any).unwrap();

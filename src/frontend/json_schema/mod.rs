@@ -46,9 +46,9 @@
 //!   appear between them. [`PropertyOrder::Any`] (part of
 //!   [`JsonSchemaOptions::spec_compliant`], since the specification does not order
 //!   properties) accepts any order while still enforcing `required`: with up to 3 declared
-//!   properties no key may repeat; beyond, an optional key may repeat (each occurrence is
-//!   validated, and the report says so); beyond 8 required properties, declared order is used
-//!   and reported.
+//!   properties no key may repeat; beyond, an optional key may repeat, and beyond 4 required
+//!   properties a repeated required key may stand in for another (each occurrence is
+//!   validated; reported, though no JSON value has a repeated key).
 //! * **`oneOf`**: exact when the branches are provably disjoint (different JSON types,
 //!   disjoint `const`/`enum` values, or a common required property with disjoint constant
 //!   values); otherwise enforced as `anyOf` and reported.
@@ -67,6 +67,7 @@
 //! depth, `$ref` chains, `allOf` merge depth and the grammar size are bounded
 //! ([`JsonSchemaLimits`]).
 
+mod any_order;
 mod array;
 mod counter;
 mod format;
@@ -167,8 +168,9 @@ pub enum PropertyOrder {
     #[default]
     Declared,
     /// Any order; `required` is enforced and declared keys appear at most once, except that
-    /// beyond 3 declared properties an optional key may repeat (reported as a relaxation of
-    /// `properties`: each set of keys written would be a rule of its own).
+    /// beyond 3 declared properties an optional key may repeat, and beyond 4 required ones a
+    /// required key may repeat in place of another (reported as relaxations of `properties`:
+    /// tracking every set of keys written takes a rule per set).
     Any,
 }
 

@@ -8,11 +8,8 @@
 //! declared property that may still appear" — `first(i)` before any member, `after(i)` once
 //! one was written — whose states are inlined when used once and become rules otherwise, so
 //! an object of required properties is a single sequence and optional properties cost a rule
-//! each at most. With [`PropertyOrder::Any`](super::PropertyOrder::Any), the states are the
-//! sets of properties written so far (up to [`MAX_ANY_ORDER`] declared properties), else the
-//! sets of required properties written so far (up to [`MAX_ANY_ORDER_REQUIRED`]); there, the
-//! members that leave the set unchanged (optional and additional ones) are one `members` rule
-//! that every set refers to, so their keys are one trie per object, not one per set.
+//! each at most. With [`PropertyOrder::Any`](super::PropertyOrder::Any), members may come in
+//! any order (`any_order.rs`).
 //!
 //! When optional or additional members let the member count cross `minProperties` or
 //! `maxProperties`, the member automaton is multiplied by a counter (`object_count.rs`).
@@ -21,23 +18,12 @@ use serde_json::{Map, Value};
 
 use super::counter::Counter;
 use super::lower::{choice, is_never, never, seq, Lowerer};
-use super::object_count::MemberSets;
 use super::string::{content_not_in, literal_string};
 use super::validate::{validate, Verdict};
 use super::{PropertyOrder, SchemaError};
 use crate::frontend::regex::{Anchoring, Regex};
 use crate::grammar::Expr;
 use crate::util::hash::FastMap;
-
-/// The most declared properties for which [`PropertyOrder::Any`] also forbids repeating an
-/// optional property. Each set of properties written is a rule holding the keys still
-/// allowed, 2^n rules: at 6, the sets were a quarter of all automaton states of MaskBench's
-/// largest schemas and p99 time to first mask was 49 ms against 36 ms at 3 (a repeated key
-/// is not a different JSON value, so only generation quality is at stake).
-pub(super) const MAX_ANY_ORDER: usize = 3;
-
-/// The most required properties [`PropertyOrder::Any`] tracks (one rule per subset).
-pub(super) const MAX_ANY_ORDER_REQUIRED: usize = 8;
 
 /// A declared property as a member (`"key": value`), and whether it is required.
 pub(super) struct Prop {
@@ -266,48 +252,27 @@ impl Lowerer<'_> {
         let clamp = |x: u64| x.min(u64::from(u32::MAX)) as u32;
         let counter = (min_binds || max_binds).then(|| Counter { min: clamp(min_p), max: max_p.map(clamp) });
         let props: Vec<Prop> = list.into_iter().map(|(_, p)| p).collect();
-        let n_req = props.iter().filter(|p| p.required).count();
-        let any = self.opts.property_order == PropertyOrder::Any
-            && (props.len() <= MAX_ANY_ORDER || n_req <= MAX_ANY_ORDER_REQUIRED);
-        if self.opts.property_order == PropertyOrder::Any && !any {
-            self.relax(
-                "properties",
-                ptr,
-                format!("more than {MAX_ANY_ORDER_REQUIRED} required properties: declared order is enforced"),
-            )?;
-        }
-        if any && props.len() > MAX_ANY_ORDER && props.iter().any(|p| !p.required) {
-            self.relax(
-                "properties",
-                ptr,
-                format!(
-                    "more than {MAX_ANY_ORDER} declared properties in any order: an optional key may \
-                     appear twice (each occurrence is validated)"
-                ),
-            )?;
-        }
-        let counted = match counter {
-            None => None,
-            Some(counter) if any => self.any_order(&props, additional.as_ref(), level, Some(counter))?,
-            Some(counter) => self.declared_order_counted(&props, additional.as_ref(), level, counter)?,
-        };
-        let members = match counted {
-            Some(members) => members,
-            None => {
-                let why = "too many properties to count them";
-                if min_binds {
-                    self.relax("minProperties", ptr, format!("minProperties is not enforced: {why}"))?;
-                }
-                if max_binds {
-                    self.relax("maxProperties", ptr, format!("maxProperties is not enforced: {why}"))?;
-                }
-                if any {
-                    self.any_order(&props, additional.as_ref(), level, None)?.expect("uncounted members are built")
-                } else {
-                    self.declared_order(&props, additional.as_ref(), level)?
-                }
+        let any = self.opts.property_order == PropertyOrder::Any;
+        let (members, counted) = if any {
+            self.any_order(&props, additional.as_ref(), level, ptr, counter)?
+        } else {
+            match counter {
+                Some(counter) => match self.declared_order_counted(&props, additional.as_ref(), level, counter)? {
+                    Some(members) => (members, true),
+                    None => (self.declared_order(&props, additional.as_ref(), level)?, false),
+                },
+                None => (self.declared_order(&props, additional.as_ref(), level)?, true),
             }
         };
+        if !counted {
+            let why = "too many properties to count them";
+            if min_binds {
+                self.relax("minProperties", ptr, format!("minProperties is not enforced: {why}"))?;
+            }
+            if max_binds {
+                self.relax("maxProperties", ptr, format!("maxProperties is not enforced: {why}"))?;
+            }
+        }
         let full = seq(vec![self.layout.open("{", level), members, self.layout.close("}", level)]);
         let empty_ok = n_required == 0 && min_p == 0;
         Ok(if empty_ok { choice(vec![self.layout.empty("{", "}"), full]) } else { full })
@@ -410,91 +375,5 @@ impl Lowerer<'_> {
             done.insert(node, e);
         }
         Ok(done.remove(&Node::First(0)).expect("the start is reachable"))
-    }
-
-    /// Members in any order. Up to [`MAX_ANY_ORDER`] properties, the states are the sets of
-    /// properties written so far (no key twice); beyond, the sets of required properties
-    /// written so far (an optional key may repeat; each occurrence is validated).
-    ///
-    /// With a `counter`, the member count is enforced too (`None` when that is too large).
-    fn any_order(
-        &mut self,
-        props: &[Prop],
-        additional: Option<&Expr>,
-        level: u32,
-        counter: Option<Counter>,
-    ) -> Result<Option<Expr>, SchemaError> {
-        let comma = self.layout.comma(level);
-        let exact = props.len() <= MAX_ANY_ORDER;
-        // The bit each property sets in the state (none for repeatable optional ones).
-        let mut bits = Vec::with_capacity(props.len());
-        let mut next_bit = 0;
-        for p in props {
-            if exact || p.required {
-                bits.push(Some(next_bit));
-                next_bit += 1;
-            } else {
-                bits.push(None);
-            }
-        }
-        let full: u32 = (1u32 << next_bit) - 1;
-        let required: u32 = props.iter().zip(&bits).filter(|(p, _)| p.required).map(|(_, b)| 1u32 << b.unwrap()).sum();
-        // Members used from many states go through rules.
-        let mut members = Vec::with_capacity(props.len());
-        for p in props {
-            let m = if full > 1 && p.member.node_count() > 8 {
-                self.rule_for("member", p.member.clone())?
-            } else {
-                p.member.clone()
-            };
-            members.push(m);
-        }
-        // So is the additional-property member (a key and any value: large), which every set
-        // of members written so far may continue with.
-        let additional_rule = match additional {
-            Some(a) if full > 1 && a.node_count() > 8 => Some(self.rule_for("additional", a.clone())?),
-            other => other.cloned(),
-        };
-        let additional = additional_rule.as_ref();
-        if let Some(counter) = counter {
-            let sets = MemberSets { members: &members, bits: &bits, required, full };
-            return self.any_order_counted(&sets, additional, level, counter);
-        }
-        // The members that leave the state as it is (additional ones, and optional ones that
-        // may repeat) are one alternative of every state: one rule holds them all, so their
-        // keys are a single trie instead of a copy per state and per rule that starts them.
-        let mut repeatable: Vec<Expr> = additional.into_iter().cloned().collect();
-        repeatable.extend(members.iter().zip(&bits).filter(|(_, b)| b.is_none()).map(|(m, _)| m.clone()));
-        let repeatable = match repeatable.len() {
-            0 => None,
-            1 => repeatable.pop(),
-            _ => Some(self.rule_for("members", choice(repeatable))?),
-        };
-        let ids: Vec<_> = (0..=full).map(|_| self.new_rule("anyorder")).collect();
-        for set in 0..=full {
-            let mut alts = Vec::new();
-            if set & required == required {
-                alts.push(Expr::Empty);
-            }
-            if let Some(r) = &repeatable {
-                alts.push(Expr::Seq(vec![comma.clone(), r.clone(), Expr::Rule(ids[set as usize])]));
-            }
-            for (m, b) in members.iter().zip(&bits) {
-                if let Some(b) = b.filter(|b| set & (1 << b) == 0) {
-                    alts.push(Expr::Seq(vec![comma.clone(), m.clone(), Expr::Rule(ids[(set | 1 << b) as usize])]));
-                }
-            }
-            self.define(ids[set as usize], choice(alts));
-        }
-        let mut first = Vec::new();
-        if let Some(r) = &repeatable {
-            first.push(Expr::Seq(vec![r.clone(), Expr::Rule(ids[0])]));
-        }
-        for (m, b) in members.iter().zip(&bits) {
-            if let Some(b) = b {
-                first.push(Expr::Seq(vec![m.clone(), Expr::Rule(ids[1usize << b])]));
-            }
-        }
-        Ok(Some(choice(first)))
     }
 }

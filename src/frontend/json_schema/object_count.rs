@@ -6,9 +6,10 @@
 //! (set of properties written, count). Each state is one rule, so the size is polynomial:
 //! 2·(n+1)·(cap+1) rules in declared order, 2^k·(cap+1) in any order, and the caller reports
 //! a relaxation beyond [`MAX_COUNTED_STATES`]. Every member counts, additional ones included;
-//! in any order beyond [`super::object::MAX_ANY_ORDER`] properties an optional key may repeat
-//! and each occurrence counts (a duplicate key is already outside the exact language there).
+//! in any order, where a key may repeat (`any_order.rs`), each occurrence counts (a duplicate
+//! key is already outside the exact language there).
 
+use super::any_order::AnyOrderParts;
 use super::counter::Counter;
 use super::lower::{choice, Lowerer};
 use super::object::Prop;
@@ -17,17 +18,6 @@ use crate::grammar::{Expr, RuleId};
 
 /// The most (automaton state, count) pairs turned into rules for one object schema.
 pub(super) const MAX_COUNTED_STATES: usize = 8192;
-
-/// The any-order member automaton of `object.rs`: members, the bit each sets in the state
-/// (`None` for a repeatable optional property), the bits of the required ones, and the set of
-/// all bits.
-#[derive(Clone, Copy)]
-pub(super) struct MemberSets<'e> {
-    pub(super) members: &'e [Expr],
-    pub(super) bits: &'e [Option<u32>],
-    pub(super) required: u32,
-    pub(super) full: u32,
-}
 
 impl Lowerer<'_> {
     /// Members in declared order with their count in `counter` (`None`: too many states).
@@ -91,47 +81,47 @@ impl Lowerer<'_> {
         Ok(Some(id(0, 0, 0)))
     }
 
-    /// Members in any order with their count in `counter` (`None`: too many states).
+    /// Members in any order with their count in `counter` (`None`: too many states): the
+    /// states of [`AnyOrderParts::states`] times the count.
     pub(super) fn any_order_counted(
         &mut self,
-        sets: &MemberSets<'_>,
-        additional: Option<&Expr>,
+        parts: &AnyOrderParts,
         level: u32,
         counter: Counter,
     ) -> Result<Option<Expr>, SchemaError> {
-        let MemberSets { members, bits, required, full } = *sets;
         let width = counter.cap() as usize + 1;
-        let sets = full as usize + 1;
-        if sets * width > MAX_COUNTED_STATES || sets * width > self.rules_left() {
+        let states = parts.states.len() as usize;
+        if states * width > MAX_COUNTED_STATES || states * width > self.rules_left() {
             return Ok(None);
         }
         let comma = self.layout.comma(level);
-        let ids: Vec<RuleId> = (0..sets * width).map(|_| self.new_rule("anyorder")).collect();
-        let id = |set: u32, c: u32| Expr::Rule(ids[set as usize * width + c as usize]);
-        // The transitions out of (set, c), each prefixed by `sep` (a comma, or nothing first).
-        let moves = |set: u32, c: u32, sep: &Expr| -> Vec<Expr> {
+        let ids: Vec<RuleId> = (0..states * width).map(|_| self.new_rule("anyorder")).collect();
+        let id = |s: u32, c: u32| Expr::Rule(ids[s as usize * width + c as usize]);
+        // The transitions out of (s, c), each prefixed by `sep` (a comma, or nothing first).
+        let moves = |s: u32, c: u32, sep: &Expr| -> Vec<Expr> {
             let mut alts = Vec::new();
             let Some(c2) = counter.step(c) else { return alts };
-            if let Some(a) = additional {
-                alts.push(Expr::Seq(vec![sep.clone(), a.clone(), id(set, c2)]));
+            if let Some(r) = &parts.repeatable {
+                alts.push(Expr::Seq(vec![sep.clone(), r.clone(), id(s, c2)]));
             }
-            for (m, b) in members.iter().zip(bits) {
-                match b {
-                    Some(b) if set & (1 << b) != 0 => {}
-                    Some(b) => alts.push(Expr::Seq(vec![sep.clone(), m.clone(), id(set | 1 << b, c2)])),
-                    None => alts.push(Expr::Seq(vec![sep.clone(), m.clone(), id(set, c2)])),
+            for (i, m) in parts.members.iter().enumerate() {
+                if parts.states.stays(i) {
+                    continue;
+                }
+                if let Some(t) = parts.states.next(s, i) {
+                    alts.push(Expr::Seq(vec![sep.clone(), m.clone(), id(t, c2)]));
                 }
             }
             alts
         };
-        for set in 0..=full {
+        for s in 0..states as u32 {
             for c in 0..width as u32 {
                 let mut alts = Vec::new();
-                if set & required == required && counter.done(c) {
+                if parts.states.accepting(s) && counter.done(c) {
                     alts.push(Expr::Empty);
                 }
-                alts.extend(moves(set, c, &comma));
-                self.define(ids[set as usize * width + c as usize], choice(alts));
+                alts.extend(moves(s, c, &comma));
+                self.define(ids[s as usize * width + c as usize], choice(alts));
             }
         }
         Ok(Some(choice(moves(0, 0, &Expr::Empty))))

@@ -1,0 +1,203 @@
+//! Object members in any order ([`PropertyOrder::Any`](super::PropertyOrder::Any)).
+//!
+//! What has been written so far is the state of a small automaton, [`MemberStates`], and each
+//! state is a rule listing the members that may come next:
+//!
+//! * up to [`MAX_ANY_ORDER`] declared properties, the set of properties written (2^n states):
+//!   exact, no key twice;
+//! * else, up to [`MAX_ANY_ORDER_REQUIRED`] required properties, the set of required ones
+//!   written (2^k states); an optional key may appear twice;
+//! * else, how many required properties were written (k+1 states); a required key written
+//!   twice may also stand in for another one.
+//!
+//! The last two are reported as relaxations of `properties`. They only let through texts with a
+//! repeated key: a JSON value has no duplicate keys, so every instance of the schema is still
+//! accepted and every non-instance rejected. The limits are what keeps large schemas cheap:
+//! with the sets of up to 6 properties and 8 required ones, the set rules were half of all
+//! automaton states of MaskBench's largest schemas.
+//!
+//! The members that leave the state as it is (additional ones, and untracked optional ones)
+//! are one `members` rule every state refers to, so their keys form one trie per object
+//! instead of a copy per state.
+
+use super::counter::Counter;
+use super::lower::{choice, Lowerer};
+use super::object::Prop;
+use super::SchemaError;
+use crate::grammar::{Expr, RuleId};
+
+/// The most declared properties whose sets of written properties are tracked (no key twice).
+pub(super) const MAX_ANY_ORDER: usize = 3;
+
+/// The most required properties whose sets of written ones are tracked; beyond, the required
+/// properties written are counted.
+pub(super) const MAX_ANY_ORDER_REQUIRED: usize = 4;
+
+/// What writing a declared property does to the state.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Effect {
+    /// Adds this bit to the set (the property may not come again).
+    Bit(u32),
+    /// Counts one more required property written.
+    Count,
+    /// Nothing (an optional property that may repeat).
+    Stay,
+}
+
+/// The automaton over "what has been written so far" (see the module docs). States are
+/// numbered from 0, the start.
+pub(super) struct MemberStates {
+    effects: Vec<Effect>,
+    /// Sets: the bits that must all be set at the end, and how many bits there are.
+    /// Counts: `bits` is 0 and `required` the number of required properties.
+    required: u32,
+    bits: u32,
+}
+
+impl MemberStates {
+    pub(super) fn new(props: &[Prop]) -> Self {
+        let n_required = props.iter().filter(|p| p.required).count();
+        let exact = props.len() <= MAX_ANY_ORDER;
+        if !exact && n_required > MAX_ANY_ORDER_REQUIRED {
+            let effects = props.iter().map(|p| if p.required { Effect::Count } else { Effect::Stay }).collect();
+            return MemberStates { effects, required: n_required as u32, bits: 0 };
+        }
+        let (mut effects, mut bits, mut required) = (Vec::with_capacity(props.len()), 0, 0);
+        for p in props {
+            if exact || p.required {
+                required |= u32::from(p.required) << bits;
+                effects.push(Effect::Bit(bits));
+                bits += 1;
+            } else {
+                effects.push(Effect::Stay);
+            }
+        }
+        MemberStates { effects, required, bits }
+    }
+
+    /// How many states there are.
+    pub(super) fn len(&self) -> u32 {
+        if self.bits == 0 && self.effects.contains(&Effect::Count) {
+            self.required + 1
+        } else {
+            1 << self.bits
+        }
+    }
+
+    /// Whether the object may end in state `s`.
+    pub(super) fn accepting(&self, s: u32) -> bool {
+        if self.effects.contains(&Effect::Count) {
+            s == self.required
+        } else {
+            s & self.required == self.required
+        }
+    }
+
+    /// Whether declared property `i` leaves every state as it is.
+    pub(super) fn stays(&self, i: usize) -> bool {
+        self.effects[i] == Effect::Stay
+    }
+
+    /// The state after writing declared property `i` in state `s` (`None`: not allowed).
+    pub(super) fn next(&self, s: u32, i: usize) -> Option<u32> {
+        match self.effects[i] {
+            Effect::Bit(b) => (s & (1 << b) == 0).then_some(s | 1 << b),
+            Effect::Count => (s < self.required).then_some(s + 1),
+            Effect::Stay => Some(s),
+        }
+    }
+
+    /// What this automaton lets through beyond the exact language, if anything.
+    fn relaxation(&self) -> Option<String> {
+        if self.effects.contains(&Effect::Count) {
+            Some(format!(
+                "more than {MAX_ANY_ORDER_REQUIRED} required properties in any order: they are counted, so a \
+                 repeated key may stand in for another (each occurrence is validated)"
+            ))
+        } else if self.effects.contains(&Effect::Stay) {
+            Some(format!(
+                "more than {MAX_ANY_ORDER} declared properties in any order: an optional key may appear \
+                 twice (each occurrence is validated)"
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// The parts of an any-order member list: the automaton, each declared member (a rule when
+/// many states use it), and the members that never change the state as one expression.
+pub(super) struct AnyOrderParts {
+    pub(super) states: MemberStates,
+    pub(super) members: Vec<Expr>,
+    pub(super) repeatable: Option<Expr>,
+}
+
+impl Lowerer<'_> {
+    /// Members in any order (see the module docs). With a `counter`, the member count is
+    /// enforced too, unless that takes too many rules: then the count is reported as relaxed
+    /// by the caller, which `counted` tells (`false`).
+    pub(super) fn any_order(
+        &mut self,
+        props: &[Prop],
+        additional: Option<&Expr>,
+        level: u32,
+        ptr: &str,
+        counter: Option<Counter>,
+    ) -> Result<(Expr, bool), SchemaError> {
+        let states = MemberStates::new(props);
+        if let Some(why) = states.relaxation() {
+            self.relax("properties", ptr, why)?;
+        }
+        // Members used from many states go through rules.
+        let mut members = Vec::with_capacity(props.len());
+        for (i, p) in props.iter().enumerate() {
+            let shared = states.len() > 2 && !states.stays(i) && p.member.node_count() > 8;
+            members.push(if shared { self.rule_for("member", p.member.clone())? } else { p.member.clone() });
+        }
+        let mut repeatable: Vec<Expr> = additional.into_iter().cloned().collect();
+        repeatable.extend(props.iter().enumerate().filter(|(i, _)| states.stays(*i)).map(|(_, p)| p.member.clone()));
+        let repeatable = match repeatable.len() {
+            0 => None,
+            1 if states.len() == 1 || repeatable[0].node_count() <= 8 => repeatable.pop(),
+            _ => Some(self.rule_for("members", choice(repeatable))?),
+        };
+        let parts = AnyOrderParts { states, members, repeatable };
+        if let Some(counter) = counter {
+            if let Some(e) = self.any_order_counted(&parts, level, counter)? {
+                return Ok((e, true));
+            }
+        }
+        Ok((self.any_order_uncounted(&parts, level), counter.is_none()))
+    }
+
+    /// One rule per state: end here (if accepting), or a comma and a member.
+    fn any_order_uncounted(&mut self, parts: &AnyOrderParts, level: u32) -> Expr {
+        let comma = self.layout.comma(level);
+        let ids: Vec<RuleId> = (0..parts.states.len()).map(|_| self.new_rule("anyorder")).collect();
+        let moves = |s: u32, sep: &Expr| -> Vec<Expr> {
+            let mut alts = Vec::new();
+            if let Some(r) = &parts.repeatable {
+                alts.push(Expr::Seq(vec![sep.clone(), r.clone(), Expr::Rule(ids[s as usize])]));
+            }
+            for (i, m) in parts.members.iter().enumerate() {
+                if parts.states.stays(i) {
+                    continue;
+                }
+                if let Some(t) = parts.states.next(s, i) {
+                    alts.push(Expr::Seq(vec![sep.clone(), m.clone(), Expr::Rule(ids[t as usize])]));
+                }
+            }
+            alts
+        };
+        for s in 0..parts.states.len() {
+            let mut alts = Vec::new();
+            if parts.states.accepting(s) {
+                alts.push(Expr::Empty);
+            }
+            alts.extend(moves(s, &comma));
+            self.define(ids[s as usize], choice(alts));
+        }
+        choice(moves(0, &Expr::Empty))
+    }
+}
