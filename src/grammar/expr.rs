@@ -70,7 +70,13 @@ impl CharClass {
     }
     /// Whether the class matches no code point at all.
     pub fn is_empty(&self) -> bool {
-        self.resolved_ranges().is_empty()
+        // Canonical ranges are merged, so a negated class is empty only when one range covers
+        // every code point.
+        if self.negated {
+            self.ranges == [(0, MAX_CODE_POINT)]
+        } else {
+            self.ranges.is_empty()
+        }
     }
 }
 

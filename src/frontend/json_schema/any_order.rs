@@ -125,8 +125,9 @@ impl MemberStates {
     }
 }
 
-/// The parts of an any-order member list: the automaton, each declared member (a rule when
-/// many states use it), and the members that never change the state as one expression.
+/// The parts of an any-order member list: the automaton, each declared member that changes
+/// the state (a rule when many states use it; `Empty` for the others), and the members that
+/// never change the state as one expression.
 pub(super) struct AnyOrderParts {
     pub(super) states: MemberStates,
     pub(super) members: Vec<Expr>,
@@ -139,24 +140,30 @@ impl Lowerer<'_> {
     /// by the caller, which `counted` tells (`false`).
     pub(super) fn any_order(
         &mut self,
-        props: &[Prop],
-        additional: Option<&Expr>,
+        props: Vec<Prop>,
+        additional: Option<Expr>,
         level: u32,
         ptr: &str,
         counter: Option<Counter>,
     ) -> Result<(Expr, bool), SchemaError> {
-        let states = MemberStates::new(props);
+        let states = MemberStates::new(&props);
         if let Some(why) = states.relaxation() {
             self.relax("properties", ptr, why)?;
         }
-        // Members used from many states go through rules.
+        // Members used from many states go through rules; the others are moved to the one
+        // place that uses them.
         let mut members = Vec::with_capacity(props.len());
-        for (i, p) in props.iter().enumerate() {
-            let shared = states.len() > 2 && !states.stays(i) && p.member.node_count() > 8;
-            members.push(if shared { self.rule_for("member", p.member.clone())? } else { p.member.clone() });
+        let mut repeatable: Vec<Expr> = additional.into_iter().collect();
+        for (i, p) in props.into_iter().enumerate() {
+            if states.stays(i) {
+                repeatable.push(p.member);
+                members.push(Expr::Empty);
+            } else if states.len() > 2 && p.member.node_count() > 8 {
+                members.push(self.rule_for("member", p.member)?);
+            } else {
+                members.push(p.member);
+            }
         }
-        let mut repeatable: Vec<Expr> = additional.into_iter().cloned().collect();
-        repeatable.extend(props.iter().enumerate().filter(|(i, _)| states.stays(*i)).map(|(_, p)| p.member.clone()));
         let repeatable = match repeatable.len() {
             0 => None,
             1 if states.len() == 1 || repeatable[0].node_count() <= 8 => repeatable.pop(),

@@ -302,7 +302,8 @@ impl<'a> Lowerer<'a> {
         let ids: Vec<RuleId> = self.names.iter().map(|name| b.rule(name)).collect();
         for (r, mut body) in bodies.into_iter().enumerate() {
             if productive[r] {
-                prune(&mut body, &productive);
+                let kept = prune(&mut body, &productive);
+                debug_assert!(kept, "a productive body stays productive when pruned");
                 b.define(ids[r], body, None).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
             } else {
                 b.define(ids[r], Expr::literal("never"), None)
@@ -847,23 +848,25 @@ fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> 
     }
 }
 
-/// Removes the unproductive parts of `e` (`e` itself is productive), in place: most grammars
+/// Removes the unproductive parts of `e` in place and returns whether `e` is productive (one
+/// walk: checking each alternative before pruning it walked nested choices again). Most grammars
 /// have none, and rebuilding every node was a visible part of the front-end's time.
-fn prune(e: &mut Expr, productive: &[bool]) {
+fn prune(e: &mut Expr, productive: &[bool]) -> bool {
     match e {
-        Expr::Seq(items) => items.iter_mut().for_each(|x| prune(x, productive)),
+        Expr::Seq(items) => items.iter_mut().all(|x| prune(x, productive)),
         Expr::Choice(alts) => {
-            alts.retain(|x| x.is_productive(productive));
-            alts.iter_mut().for_each(|x| prune(x, productive));
+            alts.retain_mut(|x| prune(x, productive));
+            !alts.is_empty()
         }
         Expr::Repeat(r) => {
-            if r.expr.is_productive(productive) {
-                prune(&mut r.expr, productive);
-            } else {
+            let body = prune(&mut r.expr, productive);
+            if !body && r.min == 0 {
                 *e = Expr::Empty;
+                return true;
             }
+            body
         }
-        _ => {}
+        other => other.is_productive(productive),
     }
 }
 

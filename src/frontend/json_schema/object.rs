@@ -254,7 +254,7 @@ impl Lowerer<'_> {
         let props: Vec<Prop> = list.into_iter().map(|(_, p)| p).collect();
         let any = self.opts.property_order == PropertyOrder::Any;
         let (members, counted) = if any {
-            self.any_order(&props, additional.as_ref(), level, ptr, counter)?
+            self.any_order(props, additional, level, ptr, counter)?
         } else {
             match counter {
                 Some(counter) => match self.declared_order_counted(&props, additional.as_ref(), level, counter)? {

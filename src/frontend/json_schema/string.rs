@@ -231,40 +231,65 @@ pub(super) fn content_not_in(names: &[&str], tail: &Expr, escape_tail: &Expr) ->
     if names.iter().any(|n| n.chars().count() > MAX_EXCLUDED_KEY_CHARS) {
         return None;
     }
-    let words: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
-    let all: Vec<usize> = (0..words.len()).collect();
-    Some(not_in(&words, &all, 0, tail, escape_tail))
+    let mut words: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+    words.sort_unstable();
+    words.dedup();
+    Some(not_in(&words, 0, tail, escape_tail))
 }
 
-/// Strings that are not among `words[ids]` given their common prefix of length `depth`.
-fn not_in(words: &[Vec<char>], ids: &[usize], depth: usize, tail: &Expr, escape_tail: &Expr) -> Expr {
-    let terminal = ids.iter().any(|&i| words[i].len() == depth);
-    let mut next: Vec<char> = ids.iter().filter_map(|&i| words[i].get(depth).copied()).collect();
-    next.sort_unstable();
-    next.dedup();
+/// Strings that are none of `words` (sorted, distinct, sharing their first `depth`
+/// characters). Sorted words group by their next character, shortest first, so each trie
+/// node is a split of a slice.
+fn not_in(words: &[Vec<char>], depth: usize, tail: &Expr, escape_tail: &Expr) -> Expr {
+    let terminal = words.first().is_some_and(|w| w.len() == depth);
+    let rest = if terminal { &words[1..] } else { words };
     let mut alts = Vec::new();
     if !terminal {
         alts.push(Expr::Empty);
     }
-    for &c in &next {
-        let sub: Vec<usize> = ids.iter().copied().filter(|&i| words[i].get(depth) == Some(&c)).collect();
+    let mut next: Vec<char> = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let c = rest[i][depth];
+        let j = i + rest[i..].iter().take_while(|w| w[depth] == c).count();
+        next.push(c);
         let head = if is_plain(c) {
-            Expr::literal(c.to_string())
+            Expr::Bytes(c.to_string().into_bytes())
         } else {
             json_char(&CharClass::new([(c as u32, c as u32)], false))
         };
-        alts.push(Expr::Seq(vec![head, not_in(words, &sub, depth + 1, tail, escape_tail)]));
+        alts.push(Expr::Seq(vec![head, not_in(&rest[i..j], depth + 1, tail, escape_tail)]));
+        i = j;
     }
-    let others = CharClass::new(next.iter().map(|&c| (c as u32, c as u32)), true);
     if next.iter().all(|&c| is_plain(c) && c != '/') {
         // No escape decodes to a plain character (by policy), so every escape differs.
-        let raw = intersect(&others.resolved_ranges(), &[(0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_CODE_POINT)]);
+        let raw = raw_except(&next);
         alts.push(Expr::Seq(vec![Expr::class(raw, false), tail.clone()]));
         alts.push(escape_tail.clone());
-    } else if !others.is_empty() {
-        alts.push(Expr::Seq(vec![json_char(&others), tail.clone()]));
+    } else {
+        let others = CharClass::new(next.iter().map(|&c| (c as u32, c as u32)), true);
+        if !others.is_empty() {
+            alts.push(Expr::Seq(vec![json_char(&others), tail.clone()]));
+        }
     }
     choice(alts)
+}
+
+/// The characters written raw in a JSON string (not `"`, `\` or a control character)
+/// except `chars` (sorted, plain).
+fn raw_except(chars: &[char]) -> Vec<(u32, u32)> {
+    let mut out = Vec::with_capacity(chars.len() + 3);
+    let mut from = 0x20;
+    let mut holes: Vec<u32> = chars.iter().map(|&c| c as u32).chain([0x22, 0x5C]).collect();
+    holes.sort_unstable();
+    for hole in holes {
+        if hole > from {
+            out.push((from, hole - 1));
+        }
+        from = from.max(hole + 1);
+    }
+    out.push((from, MAX_CODE_POINT));
+    out
 }
 
 /// A backslash escape (any), without what follows.
