@@ -164,9 +164,10 @@ impl Lowerer<'_> {
                 members.push(p.member);
             }
         }
+        // Every state and the start refer to them: one rule unless tiny.
         let repeatable = match repeatable.len() {
             0 => None,
-            1 if states.len() == 1 || repeatable[0].node_count() <= 8 => repeatable.pop(),
+            1 if repeatable[0].node_count() <= 24 => repeatable.pop(),
             _ => Some(self.rule_for("members", choice(repeatable))?),
         };
         let parts = AnyOrderParts { states, members, repeatable };

@@ -213,10 +213,13 @@ impl Lowerer<'_> {
         }
         let additional = choice(extra);
         // Additional members are repeated between declared ones: share them through a rule
-        // unless they are tiny.
+        // unless they are tiny. In any order, they go into the rule of all members that may
+        // repeat (`any_order.rs`), where their key (often the complement of a trie of the
+        // declared keys) and the declared keys become one trie in one automaton.
+        let any = self.opts.property_order == PropertyOrder::Any;
         let additional = if is_never(&additional) {
             None
-        } else if additional.node_count() > 24 && !list.is_empty() {
+        } else if additional.node_count() > 24 && !list.is_empty() && !any {
             Some(self.rule_for("extra", additional)?)
         } else {
             Some(additional)
@@ -252,7 +255,6 @@ impl Lowerer<'_> {
         let clamp = |x: u64| x.min(u64::from(u32::MAX)) as u32;
         let counter = (min_binds || max_binds).then(|| Counter { min: clamp(min_p), max: max_p.map(clamp) });
         let props: Vec<Prop> = list.into_iter().map(|(_, p)| p).collect();
-        let any = self.opts.property_order == PropertyOrder::Any;
         let (members, counted) = if any {
             self.any_order(props, additional, level, ptr, counter)?
         } else {
