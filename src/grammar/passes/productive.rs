@@ -7,7 +7,8 @@
 //! repetition with a positive minimum, none for a literal), and a node whose count reaches
 //! zero notifies its parent once; a rule body that becomes productive notifies the
 //! references to that rule. Each node and reference is visited a bounded number of times,
-//! so the check is linear in the grammar's size.
+//! so the check is linear in the grammar's size. Bodies that are productive by themselves
+//! are settled first by a direct check, and only the others are flattened.
 
 use crate::grammar::{Expr, GrammarError, Rule};
 
@@ -29,6 +30,14 @@ pub(super) fn check(rules: &[Rule]) -> Result<(), GrammarError> {
 /// Which of the `n` rule bodies (`body(i)`) match at least one string, in linear time.
 pub(crate) fn productive_bodies<'a>(n: usize, body: impl Fn(usize) -> &'a Expr) -> Vec<bool> {
     let rules: Vec<&Expr> = (0..n).map(body).collect();
+    // Most bodies are productive without any rule (an alternative of literals, an empty
+    // alternative): a direct check, which stops at the first productive alternative, settles
+    // them without flattening their nodes. Only the others go through the propagation.
+    let mut productive = vec![false; rules.len()];
+    let none = vec![false; rules.len()];
+    for (p, rule) in productive.iter_mut().zip(&rules) {
+        *p = rule.is_productive(&none);
+    }
     // Flattened nodes: their parent and how many children they still need.
     let mut parent: Vec<Parent> = Vec::new();
     let mut need: Vec<usize> = Vec::new();
@@ -38,6 +47,9 @@ pub(crate) fn productive_bodies<'a>(n: usize, body: impl Fn(usize) -> &'a Expr) 
     let mut ready: Vec<usize> = Vec::new();
     let mut stack: Vec<(&Expr, Parent)> = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
+        if productive[i] {
+            continue;
+        }
         stack.push((rule, Parent::Rule(i)));
         while let Some((e, up)) = stack.pop() {
             let id = parent.len();
@@ -46,6 +58,7 @@ pub(crate) fn productive_bodies<'a>(n: usize, body: impl Fn(usize) -> &'a Expr) 
             let n = match e {
                 Expr::Empty | Expr::Bytes(_) => 0,
                 Expr::Class(c) => usize::from(c.is_empty()) * usize::MAX,
+                Expr::Rule(r) if productive[r.index()] => 0,
                 Expr::Rule(r) => {
                     refs_to[r.index()].push(id);
                     1
@@ -70,7 +83,6 @@ pub(crate) fn productive_bodies<'a>(n: usize, body: impl Fn(usize) -> &'a Expr) 
             }
         }
     }
-    let mut productive = vec![false; rules.len()];
     while let Some(id) = ready.pop() {
         match parent[id] {
             Parent::Node(p) => {
