@@ -21,7 +21,7 @@
 //! instead of a copy per state.
 
 use super::counter::Counter;
-use super::lower::{choice, Lowerer};
+use super::lower::{choice, is_never, Lowerer};
 use super::object::Prop;
 use super::SchemaError;
 use crate::grammar::{Expr, RuleId};
@@ -183,17 +183,17 @@ impl Lowerer<'_> {
     fn any_order_uncounted(&mut self, parts: &AnyOrderParts, level: u32) -> Expr {
         let comma = self.layout.comma(level);
         let ids: Vec<RuleId> = (0..parts.states.len()).map(|_| self.new_rule("anyorder")).collect();
-        let moves = |s: u32, sep: &Expr| -> Vec<Expr> {
+        let moves = |s: u32| -> Vec<Expr> {
             let mut alts = Vec::new();
             if let Some(r) = &parts.repeatable {
-                alts.push(Expr::Seq(vec![sep.clone(), r.clone(), Expr::Rule(ids[s as usize])]));
+                alts.push(Expr::Seq(vec![r.clone(), Expr::Rule(ids[s as usize])]));
             }
             for (i, m) in parts.members.iter().enumerate() {
                 if parts.states.stays(i) {
                     continue;
                 }
                 if let Some(t) = parts.states.next(s, i) {
-                    alts.push(Expr::Seq(vec![sep.clone(), m.clone(), Expr::Rule(ids[t as usize])]));
+                    alts.push(Expr::Seq(vec![m.clone(), Expr::Rule(ids[t as usize])]));
                 }
             }
             alts
@@ -203,9 +203,14 @@ impl Lowerer<'_> {
             if parts.states.accepting(s) {
                 alts.push(Expr::Empty);
             }
-            alts.extend(moves(s, &comma));
+            let next = choice(moves(s));
+            if !is_never(&next) {
+                // One comma for all members: written before each alternative, it was a
+                // copy per member that the automaton builder merged again.
+                alts.push(Expr::Seq(vec![comma.clone(), next]));
+            }
             self.define(ids[s as usize], choice(alts));
         }
-        choice(moves(0, &Expr::Empty))
+        choice(moves(0))
     }
 }

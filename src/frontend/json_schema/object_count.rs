@@ -11,7 +11,7 @@
 
 use super::any_order::AnyOrderParts;
 use super::counter::Counter;
-use super::lower::{choice, Lowerer};
+use super::lower::{choice, is_never, Lowerer};
 use super::object::Prop;
 use super::SchemaError;
 use crate::grammar::{Expr, RuleId};
@@ -97,19 +97,19 @@ impl Lowerer<'_> {
         let comma = self.layout.comma(level);
         let ids: Vec<RuleId> = (0..states * width).map(|_| self.new_rule("anyorder")).collect();
         let id = |s: u32, c: u32| Expr::Rule(ids[s as usize * width + c as usize]);
-        // The transitions out of (s, c), each prefixed by `sep` (a comma, or nothing first).
-        let moves = |s: u32, c: u32, sep: &Expr| -> Vec<Expr> {
+        // The members that may come in (s, c) (after a comma, except first).
+        let moves = |s: u32, c: u32| -> Vec<Expr> {
             let mut alts = Vec::new();
             let Some(c2) = counter.step(c) else { return alts };
             if let Some(r) = &parts.repeatable {
-                alts.push(Expr::Seq(vec![sep.clone(), r.clone(), id(s, c2)]));
+                alts.push(Expr::Seq(vec![r.clone(), id(s, c2)]));
             }
             for (i, m) in parts.members.iter().enumerate() {
                 if parts.states.stays(i) {
                     continue;
                 }
                 if let Some(t) = parts.states.next(s, i) {
-                    alts.push(Expr::Seq(vec![sep.clone(), m.clone(), id(t, c2)]));
+                    alts.push(Expr::Seq(vec![m.clone(), id(t, c2)]));
                 }
             }
             alts
@@ -120,10 +120,13 @@ impl Lowerer<'_> {
                 if parts.states.accepting(s) && counter.done(c) {
                     alts.push(Expr::Empty);
                 }
-                alts.extend(moves(s, c, &comma));
+                let next = choice(moves(s, c));
+                if !is_never(&next) {
+                    alts.push(Expr::Seq(vec![comma.clone(), next]));
+                }
                 self.define(ids[s as usize * width + c as usize], choice(alts));
             }
         }
-        Ok(Some(choice(moves(0, 0, &Expr::Empty))))
+        Ok(Some(choice(moves(0, 0))))
     }
 }
