@@ -1,14 +1,14 @@
 //! The time of `fsm::build_grammar_fsm` alone, per JSON Schema file (single thread), and a
 //! fingerprint of what it built.
 //!
-//! `cargo run --release --example fsm_build -- FILE_OR_DIR... [--repeat N] [--top N]`
+//! `cargo run --release --example fsm_build -- FILE_OR_DIR... [--repeat N] [--top N] [--per-file]`
 //!
 //! Every file is lowered to a grammar first (untimed); then its automata are built `--repeat`
 //! times (default 3) and the fastest build counts, which takes most of the noise of a shared
 //! machine out of a comparison. Prints the slowest files, the total, and a fingerprint: the
 //! states and the structural hashes (`fsm::hash`, independent of state numbering) of every
 //! rule of every grammar. Two versions of the construction that build the same automata up to
-//! numbering print the same fingerprint.
+//! numbering print the same fingerprint; `--per-file` prints each file's to stderr.
 
 // The same allocator as the `maskforge` binary.
 #[global_allocator]
@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let top: usize = take("--top").map_or(Ok(10), |s| s.parse())?;
     let repeat: usize = take("--repeat").map_or(Ok(3), |s| s.parse())?;
+    let per_file = args.iter().position(|a| a == "--per-file").map(|i| args.remove(i)).is_some();
     let mut files = Vec::new();
     for a in &args {
         let p = std::path::PathBuf::from(a);
@@ -60,11 +61,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let fsm = fsm.expect("built at least once");
         let hashes = hash_rules(&fsm);
-        fingerprint.extend_from_slice(&(fsm.state_len() as u64).to_le_bytes());
+        let mut file_print = (fsm.state_len() as u64).to_le_bytes().to_vec();
         for r in 0..fsm.rules().len() as u32 {
-            fingerprint.extend_from_slice(&hashes.rule_hash(r).unwrap_or(0).to_le_bytes());
+            file_print.extend_from_slice(&hashes.rule_hash(r).unwrap_or(0).to_le_bytes());
         }
+        fingerprint.extend_from_slice(&file_print);
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if per_file {
+            eprintln!("{name} {} {:016x}", fsm.state_len(), xxhash_rust::xxh3::xxh3_64(&file_print));
+        }
         rows.push((name, best, fsm.state_len()));
     }
     let total: f64 = rows.iter().map(|r| r.1).sum();
