@@ -97,6 +97,8 @@ struct Builder<'a> {
     free_depth: Vec<Vec<u32>>,
     /// Character classes lowered so far (each distinct class is resolved once).
     classes: ClassLowering,
+    /// The Thompson automaton of the rule being built (buffers kept between rules).
+    nfa: Nfa,
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -137,6 +139,7 @@ pub fn build_grammar_fsm_cached(
         error: None,
         free_depth: Vec::new(),
         classes: ClassLowering::default(),
+        nfa: Nfa::default(),
     };
     let root = grammar.root().index() as u32;
     b.need(root);
@@ -232,20 +235,26 @@ impl Builder<'_> {
         if let Expr::TagDispatch(t) = body {
             return self.dispatch_rule(t, rule).map(Arc::new);
         }
-        let mut nfa = Nfa::default();
+        // The Thompson automaton's buffers are reused from rule to rule (growing them anew for
+        // each of thousands of rules was a visible cost).
+        let mut nfa = std::mem::take(&mut self.nfa);
+        nfa.clear();
         let start = nfa.add_state();
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
         nfa.finals[end as usize] = true;
         let (max_states, max_work) = (self.limits.max_dfa_states, self.limits.max_dfa_work);
-        Ok(match self.cache {
-            Some(cache) => cache
-                .get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| optimize(nfa, max_states, max_work)),
-            None => Arc::new(optimize(&nfa, max_states, max_work)),
-        })
+        let built = match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(match self.cache {
+                Some(cache) => cache.get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| {
+                    optimize(nfa, max_states, max_work)
+                }),
+                None => Arc::new(optimize(&nfa, max_states, max_work)),
+            }),
+        };
+        self.nfa = nfa;
+        built
     }
 
     /// The automaton of a rule whose body is a `TagDispatch` (see [`tag_dispatch`]): bodies
@@ -443,17 +452,53 @@ fn rule_edge(nfa: &mut Nfa, from: u32, r: u32, to: Option<u32>) -> u32 {
     end
 }
 
-/// Per grammar rule, the indices of the rules its body references.
-fn rule_references(grammar: &Grammar) -> Vec<Vec<usize>> {
-    grammar
-        .rules()
-        .iter()
-        .map(|r| {
-            let mut v = Vec::new();
-            r.body.for_each_rule_ref(&mut |x| v.push(x.index()));
-            v
-        })
-        .collect()
+/// The reference graph of a grammar: per rule, the rules its body references, in order of
+/// appearance (one flat array, no `Vec` per rule).
+struct References {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl References {
+    /// The rules `r`'s body references.
+    fn of(&self, r: usize) -> &[u32] {
+        &self.targets[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+    }
+}
+
+/// The reference graph, and per rule how many references to it the automata would contain
+/// with every small repetition expanded (a repetition expanded into copies references its
+/// body once per copy); one walk over every body.
+fn references_and_uses(grammar: &Grammar, limits: &FsmLimits) -> (References, Vec<usize>) {
+    let n = grammar.rules().len();
+    let mut refs = References { offsets: Vec::with_capacity(n + 1), targets: Vec::new() };
+    let mut uses = vec![0usize; n];
+    refs.offsets.push(0);
+    for rule in grammar.rules() {
+        walk_references(&rule.body, 1, limits, &mut refs.targets, &mut uses);
+        refs.offsets.push(refs.targets.len() as u32);
+    }
+    (refs, uses)
+}
+
+/// Adds to `targets` the references in `e` (pre-order), and to `uses` each counted `mult` times.
+fn walk_references(e: &Expr, mult: usize, limits: &FsmLimits, targets: &mut Vec<u32>, uses: &mut [usize]) {
+    match e {
+        Expr::Rule(r) => {
+            targets.push(r.index() as u32);
+            uses[r.index()] = uses[r.index()].saturating_add(mult);
+        }
+        Expr::Repeat(rep) => {
+            let copies = rep.max.unwrap_or(rep.min);
+            let m = if copies <= limits.max_expanded_repeat { copies.max(1) as usize } else { 1 };
+            walk_references(&rep.expr, mult.saturating_mul(m), limits, targets, uses);
+        }
+        _ => {
+            for c in e.children() {
+                walk_references(c, mult, limits, targets, uses);
+            }
+        }
+    }
 }
 
 /// Which recursive rules stay rule references. A cycle of references must be cut somewhere,
@@ -462,8 +507,8 @@ fn rule_references(grammar: &Grammar) -> Vec<Vec<usize>> {
 /// the tokens that continue after that closing literal uncertain (`},`), where cutting at a
 /// rule ending in a string or number would make most tokens around every value uncertain.
 /// Other recursive rules are cut by the inlining stack (a rule is never inlined into itself).
-fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<bool> {
-    let mut comp_size = vec![0usize; refs.len()];
+fn keeps_boundary(grammar: &Grammar, refs: &References, comp: &[u32]) -> Vec<bool> {
+    let mut comp_size = vec![0usize; comp.len()];
     for &c in comp {
         comp_size[c as usize] += 1;
     }
@@ -472,7 +517,7 @@ fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<b
         .iter()
         .enumerate()
         .map(|(i, rule)| {
-            let recursive = comp_size[comp[i] as usize] > 1 || refs[i].contains(&i);
+            let recursive = comp_size[comp[i] as usize] > 1 || refs.of(i).contains(&(i as u32));
             let delimited = match &rule.body {
                 Expr::Seq(items) => {
                     matches!((items.first(), items.last()), (Some(Expr::Bytes(_)), Some(Expr::Bytes(_))))
@@ -499,13 +544,9 @@ fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<b
 /// schema, seconds of subset construction before the first mask.
 fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>) {
     let n = grammar.rules().len();
-    let refs = rule_references(grammar);
-    let comp = strongly_connected_components(n, |r| refs[r].iter().copied());
+    let (refs, uses) = references_and_uses(grammar, limits);
+    let comp = strongly_connected_components(n, |r| refs.of(r).iter().map(|&x| x as usize));
     let keep = keeps_boundary(grammar, &refs, &comp);
-    let mut uses = vec![0usize; n];
-    for rule in grammar.rules() {
-        count_uses(&rule.body, 1, limits, &mut uses);
-    }
     // Components are numbered so that successors come first.
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&r| comp[r]);
@@ -529,24 +570,6 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
         i = j;
     }
     (full_size, inlinable)
-}
-
-/// Adds to `uses` the references in `e`, each counted `mult` times (a repetition expanded
-/// into copies references its body once per copy).
-fn count_uses(e: &Expr, mult: usize, limits: &FsmLimits, uses: &mut [usize]) {
-    match e {
-        Expr::Rule(r) => uses[r.index()] = uses[r.index()].saturating_add(mult),
-        Expr::Repeat(rep) => {
-            let copies = rep.max.unwrap_or(rep.min);
-            let m = if copies <= limits.max_expanded_repeat { copies.max(1) as usize } else { 1 };
-            count_uses(&rep.expr, mult.saturating_mul(m), limits, uses);
-        }
-        _ => {
-            for c in e.children() {
-                count_uses(c, mult, limits, uses);
-            }
-        }
-    }
 }
 
 /// The estimated states `e` adds when references to inlinable rules are expanded to their
@@ -622,6 +645,9 @@ fn class_range_count(class: &CharClass) -> usize {
 /// references to nullable rules".
 fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
     let mut nullable = vec![false; fsms.len()];
+    // One search's buffers for every rule and round (a grammar has thousands of rules).
+    let mut seen: Vec<bool> = Vec::new();
+    let mut stack: Vec<u32> = Vec::new();
     loop {
         let mut changed = false;
         for (r, fsm) in fsms.iter().enumerate() {
@@ -632,8 +658,10 @@ fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
                 RuleKind::Counted { min: 0, .. } => true,
                 // A counted rule's start keeps the body's finality, so this checks the body.
                 RuleKind::Counted { .. } | RuleKind::Plain => {
-                    let mut seen = vec![false; fsm.state_len()];
-                    let mut stack = vec![fsm.start];
+                    seen.clear();
+                    seen.resize(fsm.state_len(), false);
+                    stack.clear();
+                    stack.push(fsm.start);
                     seen[fsm.start as usize] = true;
                     let mut found = false;
                     while let Some(s) = stack.pop() {
