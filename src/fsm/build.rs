@@ -1,7 +1,9 @@
 //! Grammar IR → one automaton per rule, then frozen into a [`GrammarFsm`].
 //!
-//! Thompson construction with epsilon edges, then [`super::determinize::optimize`] (epsilon
-//! removal, suffix merging, subset construction, minimization). Two policies live here:
+//! A Thompson-style construction that avoids most epsilon edges (choices share their start and
+//! end states; see `Builder::expr_to` for the invariant that makes that sound), then
+//! [`super::determinize::optimize`] (epsilon removal, suffix merging, subset construction,
+//! minimization). Two policies live here:
 //!
 //! * **repetition**: expanded into the automaton when the expansion is small, else a counted
 //!   rule (see [`RuleKind::Counted`]);
