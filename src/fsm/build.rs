@@ -1,7 +1,9 @@
 //! Grammar IR → one automaton per rule, then frozen into a [`GrammarFsm`].
 //!
-//! Thompson construction with epsilon edges, then [`super::determinize::optimize`] (epsilon
-//! removal, suffix merging, subset construction, minimization). Two policies live here:
+//! A Thompson-style construction that avoids most epsilon edges (choices share their start and
+//! end states; see `Builder::expr_to` for the invariant that makes that sound), then
+//! [`super::determinize::optimize`] (epsilon removal, suffix merging, subset construction,
+//! minimization). Two policies live here:
 //!
 //! * **repetition**: expanded into the automaton when the expansion is small, else a counted
 //!   rule (see [`RuleKind::Counted`]);
@@ -18,7 +20,7 @@ use super::determinize::optimize;
 use super::nfa::Nfa;
 use super::rule_cache::RuleFsmCache;
 use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
-use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
+use crate::grammar::{CharClass, Expr, Grammar, GrammarError, TagDispatch, MAX_CODE_POINT};
 use crate::util::scc::strongly_connected_components;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -97,6 +99,8 @@ struct Builder<'a> {
     free_depth: Vec<Vec<u32>>,
     /// Character classes lowered so far (each distinct class is resolved once).
     classes: ClassLowering,
+    /// The Thompson automaton of the rule being built (buffers kept between rules).
+    nfa: Nfa,
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -137,6 +141,7 @@ pub fn build_grammar_fsm_cached(
         error: None,
         free_depth: Vec::new(),
         classes: ClassLowering::default(),
+        nfa: Nfa::default(),
     };
     let root = grammar.root().index() as u32;
     b.need(root);
@@ -232,20 +237,26 @@ impl Builder<'_> {
         if let Expr::TagDispatch(t) = body {
             return self.dispatch_rule(t, rule).map(Arc::new);
         }
-        let mut nfa = Nfa::default();
+        // The Thompson automaton's buffers are reused from rule to rule (growing them anew for
+        // each of thousands of rules was a visible cost).
+        let mut nfa = std::mem::take(&mut self.nfa);
+        nfa.clear();
         let start = nfa.add_state();
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
         nfa.finals[end as usize] = true;
         let (max_states, max_work) = (self.limits.max_dfa_states, self.limits.max_dfa_work);
-        Ok(match self.cache {
-            Some(cache) => cache
-                .get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| optimize(nfa, max_states, max_work)),
-            None => Arc::new(optimize(&nfa, max_states, max_work)),
-        })
+        let built = match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(match self.cache {
+                Some(cache) => cache.get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| {
+                    optimize(nfa, max_states, max_work)
+                }),
+                None => Arc::new(optimize(&nfa, max_states, max_work)),
+            }),
+        };
+        self.nfa = nfa;
+        built
     }
 
     /// The automaton of a rule whose body is a `TagDispatch` (see [`tag_dispatch`]): bodies
@@ -284,55 +295,73 @@ impl Builder<'_> {
 
     /// Adds `e` to `nfa` starting at `from`; returns the state where it ends.
     fn expr(&mut self, nfa: &mut Nfa, e: &Expr, from: u32) -> u32 {
+        self.expr_to(nfa, e, from, None)
+    }
+
+    /// Adds `e` to `nfa` from `from` to `to` (a new state when `None`); returns the end.
+    ///
+    /// The construction needs far fewer epsilon edges and states than Thompson's textbook
+    /// one (epsilon removal was a fifth of automaton construction), thanks to one invariant:
+    /// **no edge is ever added into `from`**, and the only edges into `to` are those that
+    /// finish `e`. So the alternatives of a choice start at the choice's own `from` and end in
+    /// its `to` (no fresh state and epsilon pair per alternative), a sequence's last item ends
+    /// in `to`, and a star loops on its own fresh hub (built from the hub into the hub).
+    /// Sharing `from` is sound because no alternative can come back to it and start another
+    /// alternative; sharing `to` because nothing leaves it before the caller continues.
+    fn expr_to(&mut self, nfa: &mut Nfa, e: &Expr, from: u32, to: Option<u32>) -> u32 {
         match e {
-            Expr::Empty => from,
+            Expr::Empty => end_with_epsilon(nfa, from, to),
             Expr::Bytes(bytes) => {
                 if bytes.contains(&crate::util::sentinel::SENTINEL_LEAD) && self.error.is_none() {
                     let rule = self.inline_stack.first().map_or(0, |&r| r as usize);
                     self.error = Some(GrammarError::ReservedByte { rule: self.names[rule].clone() });
                 }
+                let Some((&last, init)) = bytes.split_last() else { return end_with_epsilon(nfa, from, to) };
                 let mut cur = from;
-                for &b in bytes {
+                for &b in init {
                     let next = nfa.add_state();
                     nfa.add_edge(cur, Label::Bytes(b, b), next);
                     cur = next;
                 }
-                cur
+                let end = to.unwrap_or_else(|| nfa.add_state());
+                nfa.add_edge(cur, Label::Bytes(last, last), end);
+                end
             }
-            Expr::Class(class) => self.classes.lower(nfa, class, from),
+            Expr::Class(class) => self.classes.lower(nfa, class, from, to),
             Expr::Rule(r) => {
                 let r = r.index() as u32;
                 if self.inlines(r, nfa.state_len()) {
                     self.inline_stack.push(r);
                     let grammar = self.grammar;
-                    let end = self.expr(nfa, &grammar.rule(crate::grammar::RuleId::new(r as usize)).body, from);
+                    let body = &grammar.rule(crate::grammar::RuleId::new(r as usize)).body;
+                    let end = self.expr_to(nfa, body, from, to);
                     self.inline_stack.pop();
                     return end;
                 }
                 self.need(r);
-                let next = nfa.add_state();
-                nfa.add_edge(from, Label::Rule(r), next);
-                next
+                rule_edge(nfa, from, r, to)
             }
-            Expr::Token(set) => token::lower_token_set(nfa, set, from),
+            Expr::Token(set) => {
+                let end = token::lower_token_set(nfa, set, from);
+                end_with_epsilon(nfa, end, to)
+            }
             Expr::TagDispatch(_) => {
                 // A dispatch inside an expression becomes a rule of its own (its automaton is
                 // built from the Aho-Corasick automaton, not by Thompson construction).
                 let owner = self.inline_stack.first().map_or(0, |&r| r as usize);
                 let name = format!("{}$dispatch{}", self.names[owner], self.names.len());
                 let r = self.synthetic_rule(name, e);
-                let next = nfa.add_state();
-                nfa.add_edge(from, Label::Rule(r), next);
-                next
+                rule_edge(nfa, from, r, to)
             }
-            Expr::Seq(items) => items.iter().fold(from, |cur, x| self.expr(nfa, x, cur)),
+            Expr::Seq(items) => {
+                let Some((last, init)) = items.split_last() else { return end_with_epsilon(nfa, from, to) };
+                let cur = init.iter().fold(from, |cur, x| self.expr(nfa, x, cur));
+                self.expr_to(nfa, last, cur, to)
+            }
             Expr::Choice(alts) => {
-                let end = nfa.add_state();
+                let end = to.unwrap_or_else(|| nfa.add_state());
                 for alt in alts {
-                    let s = nfa.add_state();
-                    nfa.add_edge(from, Label::Epsilon, s);
-                    let e = self.expr(nfa, alt, s);
-                    nfa.add_edge(e, Label::Epsilon, end);
+                    self.expr_to(nfa, alt, from, Some(end));
                 }
                 end
             }
@@ -342,45 +371,50 @@ impl Builder<'_> {
                 let expand = copies <= self.limits.max_expanded_repeat
                     && size.saturating_mul(copies.max(1) as usize) <= self.limits.max_expanded_states;
                 if expand {
-                    self.expand_repeat(nfa, &rep.expr, rep.min, rep.max, from)
+                    self.expand_repeat(nfa, &rep.expr, rep.min, rep.max, from, to)
                 } else {
                     let counted = self.counted_rule(&rep.expr, rep.min, rep.max.unwrap_or(u32::MAX));
                     self.need(counted);
-                    let next = nfa.add_state();
-                    nfa.add_edge(from, Label::Rule(counted), next);
-                    next
+                    rule_edge(nfa, from, counted, to)
                 }
             }
         }
     }
 
-    fn expand_repeat(&mut self, nfa: &mut Nfa, inner: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {
+    /// `inner{min,max}` from `from` to `to` (see [`Builder::expr_to`] for the invariant).
+    fn expand_repeat(
+        &mut self,
+        nfa: &mut Nfa,
+        inner: &Expr,
+        min: u32,
+        max: Option<u32>,
+        from: u32,
+        to: Option<u32>,
+    ) -> u32 {
         let mut cur = from;
         for _ in 0..min {
-            let s = nfa.add_state();
-            nfa.add_edge(cur, Label::Epsilon, s);
-            cur = self.expr(nfa, inner, s);
+            cur = self.expr(nfa, inner, cur);
         }
         match max {
             None => {
+                // A fresh hub: `cur` may have incoming edges (a loop before this one), and
+                // iterations must not mix with them. The body runs from the hub into the hub.
                 let hub = nfa.add_state();
                 nfa.add_edge(cur, Label::Epsilon, hub);
-                let body = nfa.add_state();
-                nfa.add_edge(hub, Label::Epsilon, body);
-                let back = self.expr(nfa, inner, body);
-                nfa.add_edge(back, Label::Epsilon, hub);
-                hub
+                self.expr_to(nfa, inner, hub, Some(hub));
+                end_with_epsilon(nfa, hub, to)
             }
             Some(max) => {
-                let end = nfa.add_state();
-                nfa.add_edge(cur, Label::Epsilon, end);
-                for _ in min..max {
-                    let s = nfa.add_state();
-                    nfa.add_edge(cur, Label::Epsilon, s);
-                    cur = self.expr(nfa, inner, s);
-                    nfa.add_edge(cur, Label::Epsilon, end);
+                if min >= max {
+                    return end_with_epsilon(nfa, cur, to);
                 }
-                end
+                let end = to.unwrap_or_else(|| nfa.add_state());
+                for _ in min..max - 1 {
+                    nfa.add_edge(cur, Label::Epsilon, end);
+                    cur = self.expr(nfa, inner, cur);
+                }
+                nfa.add_edge(cur, Label::Epsilon, end);
+                self.expr_to(nfa, inner, cur, Some(end))
             }
         }
     }
@@ -402,17 +436,71 @@ impl Builder<'_> {
     }
 }
 
-/// Per grammar rule, the indices of the rules its body references.
-fn rule_references(grammar: &Grammar) -> Vec<Vec<usize>> {
-    grammar
-        .rules()
-        .iter()
-        .map(|r| {
-            let mut v = Vec::new();
-            r.body.for_each_rule_ref(&mut |x| v.push(x.index()));
-            v
-        })
-        .collect()
+/// Ends an expression that reads nothing more at `at`: `at` itself, or an epsilon edge into `to`.
+fn end_with_epsilon(nfa: &mut Nfa, at: u32, to: Option<u32>) -> u32 {
+    match to {
+        Some(t) if t != at => {
+            nfa.add_edge(at, Label::Epsilon, t);
+            t
+        }
+        _ => at,
+    }
+}
+
+/// A reference to rule `r` from `from` into `to` (a new state when `None`).
+fn rule_edge(nfa: &mut Nfa, from: u32, r: u32, to: Option<u32>) -> u32 {
+    let end = to.unwrap_or_else(|| nfa.add_state());
+    nfa.add_edge(from, Label::Rule(r), end);
+    end
+}
+
+/// The reference graph of a grammar: per rule, the rules its body references, in order of
+/// appearance (one flat array, no `Vec` per rule).
+struct References {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl References {
+    /// The rules `r`'s body references.
+    fn of(&self, r: usize) -> &[u32] {
+        &self.targets[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+    }
+}
+
+/// The reference graph, and per rule how many references to it the automata would contain
+/// with every small repetition expanded (a repetition expanded into copies references its
+/// body once per copy); one walk over every body.
+fn references_and_uses(grammar: &Grammar, limits: &FsmLimits) -> (References, Vec<usize>) {
+    let n = grammar.rules().len();
+    let mut refs = References { offsets: Vec::with_capacity(n + 1), targets: Vec::new() };
+    let mut uses = vec![0usize; n];
+    refs.offsets.push(0);
+    for rule in grammar.rules() {
+        walk_references(&rule.body, 1, limits, &mut refs.targets, &mut uses);
+        refs.offsets.push(refs.targets.len() as u32);
+    }
+    (refs, uses)
+}
+
+/// Adds to `targets` the references in `e` (pre-order), and to `uses` each counted `mult` times.
+fn walk_references(e: &Expr, mult: usize, limits: &FsmLimits, targets: &mut Vec<u32>, uses: &mut [usize]) {
+    match e {
+        Expr::Rule(r) => {
+            targets.push(r.index() as u32);
+            uses[r.index()] = uses[r.index()].saturating_add(mult);
+        }
+        Expr::Repeat(rep) => {
+            let copies = rep.max.unwrap_or(rep.min);
+            let m = if copies <= limits.max_expanded_repeat { copies.max(1) as usize } else { 1 };
+            walk_references(&rep.expr, mult.saturating_mul(m), limits, targets, uses);
+        }
+        _ => {
+            for c in e.children() {
+                walk_references(c, mult, limits, targets, uses);
+            }
+        }
+    }
 }
 
 /// Which recursive rules stay rule references. A cycle of references must be cut somewhere,
@@ -421,8 +509,8 @@ fn rule_references(grammar: &Grammar) -> Vec<Vec<usize>> {
 /// the tokens that continue after that closing literal uncertain (`},`), where cutting at a
 /// rule ending in a string or number would make most tokens around every value uncertain.
 /// Other recursive rules are cut by the inlining stack (a rule is never inlined into itself).
-fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<bool> {
-    let mut comp_size = vec![0usize; refs.len()];
+fn keeps_boundary(grammar: &Grammar, refs: &References, comp: &[u32]) -> Vec<bool> {
+    let mut comp_size = vec![0usize; comp.len()];
     for &c in comp {
         comp_size[c as usize] += 1;
     }
@@ -431,7 +519,7 @@ fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<b
         .iter()
         .enumerate()
         .map(|(i, rule)| {
-            let recursive = comp_size[comp[i] as usize] > 1 || refs[i].contains(&i);
+            let recursive = comp_size[comp[i] as usize] > 1 || refs.of(i).contains(&(i as u32));
             let delimited = match &rule.body {
                 Expr::Seq(items) => {
                     matches!((items.first(), items.last()), (Some(Expr::Bytes(_)), Some(Expr::Bytes(_))))
@@ -458,13 +546,9 @@ fn keeps_boundary(grammar: &Grammar, refs: &[Vec<usize>], comp: &[u32]) -> Vec<b
 /// schema, seconds of subset construction before the first mask.
 fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>) {
     let n = grammar.rules().len();
-    let refs = rule_references(grammar);
-    let comp = strongly_connected_components(n, |r| refs[r].iter().copied());
+    let (refs, uses) = references_and_uses(grammar, limits);
+    let comp = strongly_connected_components(n, |r| refs.of(r).iter().map(|&x| x as usize));
     let keep = keeps_boundary(grammar, &refs, &comp);
-    let mut uses = vec![0usize; n];
-    for rule in grammar.rules() {
-        count_uses(&rule.body, 1, limits, &mut uses);
-    }
     // Components are numbered so that successors come first.
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&r| comp[r]);
@@ -488,24 +572,6 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
         i = j;
     }
     (full_size, inlinable)
-}
-
-/// Adds to `uses` the references in `e`, each counted `mult` times (a repetition expanded
-/// into copies references its body once per copy).
-fn count_uses(e: &Expr, mult: usize, limits: &FsmLimits, uses: &mut [usize]) {
-    match e {
-        Expr::Rule(r) => uses[r.index()] = uses[r.index()].saturating_add(mult),
-        Expr::Repeat(rep) => {
-            let copies = rep.max.unwrap_or(rep.min);
-            let m = if copies <= limits.max_expanded_repeat { copies.max(1) as usize } else { 1 };
-            count_uses(&rep.expr, mult.saturating_mul(m), limits, uses);
-        }
-        _ => {
-            for c in e.children() {
-                count_uses(c, mult, limits, uses);
-            }
-        }
-    }
 }
 
 /// The estimated states `e` adds when references to inlinable rules are expanded to their
@@ -537,7 +603,7 @@ fn estimate_states(e: &Expr) -> usize {
     match e {
         Expr::Empty => 0,
         Expr::Bytes(b) => b.len(),
-        Expr::Class(c) => 1 + 3 * c.resolved_ranges().len().min(64),
+        Expr::Class(c) => 1 + 3 * class_range_count(c).min(64),
         Expr::Rule(_) => 1,
         Expr::Token(_) => 6,
         Expr::TagDispatch(t) => {
@@ -560,10 +626,30 @@ fn estimate_states(e: &Expr) -> usize {
     }
 }
 
+/// The number of ranges of `class` once resolved (`resolved_ranges().len()`), without
+/// building them: the inlining plan sizes every class of every rule, and allocating the
+/// complement of a negated class just to count it was a visible part of its time. The ranges
+/// are canonical (sorted, disjoint, non-adjacent, within `MAX_CODE_POINT`), so the complement has
+/// one range per gap: between ranges, and before the first and after the last unless they touch
+/// the ends.
+fn class_range_count(class: &CharClass) -> usize {
+    let r = class.ranges();
+    if !class.is_negated() {
+        return r.len();
+    }
+    match (r.first(), r.last()) {
+        (Some(&(lo, _)), Some(&(_, hi))) => r.len() + 1 - usize::from(lo == 0) - usize::from(hi >= MAX_CODE_POINT),
+        _ => 1,
+    }
+}
+
 /// Which rules match the empty string: a fixpoint over "start reaches a final state through
 /// references to nullable rules".
 fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
     let mut nullable = vec![false; fsms.len()];
+    // One search's buffers for every rule and round (a grammar has thousands of rules).
+    let mut seen: Vec<bool> = Vec::new();
+    let mut stack: Vec<u32> = Vec::new();
     loop {
         let mut changed = false;
         for (r, fsm) in fsms.iter().enumerate() {
@@ -574,8 +660,10 @@ fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
                 RuleKind::Counted { min: 0, .. } => true,
                 // A counted rule's start keeps the body's finality, so this checks the body.
                 RuleKind::Counted { .. } | RuleKind::Plain => {
-                    let mut seen = vec![false; fsm.state_len()];
-                    let mut stack = vec![fsm.start];
+                    seen.clear();
+                    seen.resize(fsm.state_len(), false);
+                    stack.clear();
+                    stack.push(fsm.start);
                     seen[fsm.start as usize] = true;
                     let mut found = false;
                     while let Some(s) = stack.pop() {
@@ -656,4 +744,174 @@ fn freeze(fsms: &[Arc<Fsm>], names: Vec<String>, kinds: Vec<RuleKind>, nullable:
     g.rule_offsets.push(g.rule_edges.len() as u32);
     g.token_sets = token::token_sets(&g);
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::{GrammarBuilder, RuleId};
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// A symbol of a test word: a byte, or a complete match of rule `one` (when it is not
+    /// inlined).
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Sym {
+        Byte(u8),
+        One,
+    }
+
+    /// The body of rule `one` in the test grammars.
+    fn one_body() -> Expr {
+        Expr::Choice(vec![Expr::literal("c"), Expr::literal("ab")])
+    }
+
+    /// Random rule bodies over bytes `a..=c` (literals, classes, one negated), references to
+    /// rule `one`, the empty string, sequences, choices and small repetitions (expanded).
+    fn body() -> impl Strategy<Value = Expr> {
+        let leaf = prop_oneof![
+            Just(Expr::Empty),
+            prop::collection::vec(b'a'..=b'c', 1..3).prop_map(Expr::Bytes),
+            Just(Expr::class([(b'a' as u32, b'b' as u32)], false)),
+            Just(Expr::class([(b'b' as u32, b'b' as u32)], true)),
+            Just(Expr::Rule(RuleId::new(1))),
+        ];
+        leaf.prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Expr::Seq),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(Expr::Choice),
+                (inner, 0u32..3, prop::option::of(0u32..3)).prop_map(|(e, min, extra)| Expr::repeat(
+                    e,
+                    min,
+                    extra.map(|x| min + x)
+                )),
+            ]
+        })
+    }
+
+    /// The positions where a match of `e` starting at `i` in `word` can end (the reference
+    /// semantics, straight from the expression).
+    fn ends(e: &Expr, word: &[Sym], i: usize, inline: bool) -> BTreeSet<usize> {
+        let byte = |k: usize| match word.get(k) {
+            Some(Sym::Byte(b)) => Some(*b as u32),
+            _ => None,
+        };
+        match e {
+            Expr::Empty => BTreeSet::from([i]),
+            Expr::Bytes(bs) => {
+                let hit = bs.iter().enumerate().all(|(k, &b)| byte(i + k) == Some(b as u32));
+                if hit {
+                    BTreeSet::from([i + bs.len()])
+                } else {
+                    BTreeSet::new()
+                }
+            }
+            Expr::Class(c) => match byte(i) {
+                Some(b) if c.resolved_ranges().iter().any(|&(lo, hi)| lo <= b && b <= hi) => BTreeSet::from([i + 1]),
+                _ => BTreeSet::new(),
+            },
+            Expr::Rule(_) if inline => ends(&one_body(), word, i, inline),
+            Expr::Rule(_) if word.get(i) == Some(&Sym::One) => BTreeSet::from([i + 1]),
+            Expr::Rule(_) => BTreeSet::new(),
+            Expr::Seq(items) => items
+                .iter()
+                .fold(BTreeSet::from([i]), |cur, x| cur.iter().flat_map(|&j| ends(x, word, j, inline)).collect()),
+            Expr::Choice(alts) => alts.iter().flat_map(|x| ends(x, word, i, inline)).collect(),
+            Expr::Repeat(r) => {
+                let max = r.max.map_or(r.min as usize + word.len() + 1, |m| m as usize);
+                let mut cur = BTreeSet::from([i]);
+                let mut out = BTreeSet::new();
+                for k in 0..=max {
+                    if k >= r.min as usize {
+                        out.extend(cur.iter().copied());
+                    }
+                    cur = cur.iter().flat_map(|&j| ends(&r.expr, word, j, inline)).collect();
+                }
+                out
+            }
+            other => unreachable!("not generated: {other:?}"),
+        }
+    }
+
+    /// Whether the automaton of rule 0 accepts `word` (NFA simulation over global states).
+    fn accepts(fsm: &GrammarFsm, word: &[Sym]) -> bool {
+        let mut cur = vec![fsm.rules()[0].start];
+        for sym in word {
+            let mut next: Vec<u32> = Vec::new();
+            for &s in &cur {
+                match *sym {
+                    Sym::Byte(b) => {
+                        next.extend(fsm.byte_edges(s).iter().filter(|e| e.lo <= b && b <= e.hi).map(|e| e.target))
+                    }
+                    Sym::One => next.extend(fsm.rule_edges(s).iter().filter(|e| e.rule == 1).map(|e| e.target)),
+                }
+            }
+            next.sort_unstable();
+            next.dedup();
+            cur = next;
+        }
+        cur.iter().any(|&s| fsm.is_final(s))
+    }
+
+    fn words(max_len: usize) -> Vec<Vec<Sym>> {
+        let symbols = [Sym::Byte(b'a'), Sym::Byte(b'b'), Sym::Byte(b'c'), Sym::One];
+        let mut all = vec![Vec::new()];
+        let mut layer: Vec<Vec<Sym>> = vec![Vec::new()];
+        for _ in 0..max_len {
+            layer = layer
+                .iter()
+                .flat_map(|w| {
+                    symbols.iter().map(move |&s| {
+                        let mut v = w.clone();
+                        v.push(s);
+                        v
+                    })
+                })
+                .collect();
+            all.extend(layer.iter().cloned());
+        }
+        all
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// The construction (choices sharing their start and end states, stars looping on one
+        /// hub, repetitions without a fresh state per copy) and the passes after it accept
+        /// exactly the language of the expression, with references inlined or kept.
+        #[test]
+        fn rule_automata_accept_the_language_of_their_body(e in body(), inline in any::<bool>()) {
+            let mut b = GrammarBuilder::new();
+            let root = b.rule("root");
+            let one = b.rule("one");
+            b.define(root, e.clone(), None).expect("defined once");
+            b.define(one, one_body(), None).expect("defined once");
+            let grammar = b.build("root").expect("a valid grammar");
+            let limits = FsmLimits { max_inline_states: if inline { 256 } else { 0 }, ..FsmLimits::default() };
+            let fsm = build_grammar_fsm(&grammar, &limits).expect("small automata");
+            for w in words(4) {
+                let want = ends(&e, &w, 0, inline).contains(&w.len());
+                prop_assert_eq!(accepts(&fsm, &w), want, "{:?} on {:?}", e, w);
+            }
+        }
+
+        /// Counting the ranges of a class without resolving it gives the resolved count.
+        #[test]
+        fn class_range_count_matches_resolved_ranges(
+            ranges in prop::collection::vec((0u32..0x110010, 0u32..300), 0..6),
+            negated in any::<bool>(),
+            edges in any::<(bool, bool)>(),
+        ) {
+            let mut ranges: Vec<(u32, u32)> = ranges.into_iter().map(|(lo, len)| (lo, lo.saturating_add(len))).collect();
+            // Classes that touch either end of the code point range, where the count changes.
+            if edges.0 {
+                ranges.push((0, 5));
+            }
+            if edges.1 {
+                ranges.push((MAX_CODE_POINT - 3, MAX_CODE_POINT));
+            }
+            let class = CharClass::new(ranges, negated);
+            prop_assert_eq!(class_range_count(&class), class.resolved_ranges().len());
+        }
+    }
 }

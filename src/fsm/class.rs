@@ -29,22 +29,27 @@ pub(super) struct ClassLowering {
 }
 
 impl ClassLowering {
-    /// Adds `class` to `nfa` from `from`; returns the state where it ends.
-    pub(super) fn lower(&mut self, nfa: &mut Nfa, class: &CharClass, from: u32) -> u32 {
+    /// Adds `class` to `nfa` from `from` to `to` (a new state when `None`); returns the end.
+    pub(super) fn lower(&mut self, nfa: &mut Nfa, class: &CharClass, from: u32, to: Option<u32>) -> u32 {
         if !self.templates.contains_key(class) {
             self.templates.insert(class.clone(), template(class));
         }
         let t = &self.templates[class];
+        // The end (when new) is created first, then the template's own states.
+        let end = to.unwrap_or_else(|| nfa.add_state());
         let base = nfa.state_len() as u32;
-        // `end` is created first, then the template's own states: local `i ≥ 1` is `base + i - 1`.
-        for _ in 0..=t.created {
+        for _ in 0..t.created {
             nfa.add_state();
         }
-        let global = |local: u32| if local == 0 { from } else { base + local - 1 };
+        let global = |local: u32| match local {
+            0 => from,
+            1 => end,
+            _ => base + local - 2,
+        };
         for &(a, l, b) in &t.edges {
             nfa.add_edge(global(a), l, global(b));
         }
-        base
+        end
     }
 }
 

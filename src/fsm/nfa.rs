@@ -20,6 +20,12 @@ pub(crate) struct Nfa {
 }
 
 impl Nfa {
+    /// Removes every state and edge, keeping the buffers.
+    pub(crate) fn clear(&mut self) {
+        self.edges.clear();
+        self.finals.clear();
+        self.start = 0;
+    }
     /// Adds a state and returns its id.
     #[inline]
     pub(crate) fn add_state(&mut self) -> u32 {
