@@ -14,6 +14,9 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "common/cli.rs"]
+mod cli;
+
 use std::time::Instant;
 
 use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
@@ -22,27 +25,11 @@ use maskforge::fsm::{build_grammar_fsm, FsmLimits};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut take = |flag: &str| {
-        let i = args.iter().position(|a| a == flag)?;
-        let v = args.get(i + 1).cloned();
-        args.drain(i..(i + 2).min(args.len()));
-        v
-    };
+    let mut take = |flag: &str| cli::take_flag(&mut args, flag);
     let top: usize = take("--top").map_or(Ok(10), |s| s.parse())?;
     let repeat: usize = take("--repeat").map_or(Ok(3), |s| s.parse())?;
     let per_file = args.iter().position(|a| a == "--per-file").map(|i| args.remove(i)).is_some();
-    let mut files = Vec::new();
-    for a in &args {
-        let p = std::path::PathBuf::from(a);
-        if p.is_dir() {
-            let mut v: Vec<_> = std::fs::read_dir(&p)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            v.retain(|p| p.extension().is_some_and(|x| x == "json"));
-            v.sort();
-            files.extend(v);
-        } else {
-            files.push(p);
-        }
-    }
+    let files = cli::json_files(&args)?;
     let options = JsonSchemaOptions::spec_compliant();
     let limits = FsmLimits::default();
     let mut rows: Vec<(String, f64, usize)> = Vec::new();

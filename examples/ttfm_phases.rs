@@ -10,6 +10,9 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "common/cli.rs"]
+mod cli;
+
 use std::time::Instant;
 
 use maskforge::cache::MaskCache;
@@ -23,26 +26,10 @@ type Row = (String, f64, f64, f64, f64, usize, usize);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut take = |flag: &str| {
-        let i = args.iter().position(|a| a == flag)?;
-        let v = args.get(i + 1).cloned();
-        args.drain(i..(i + 2).min(args.len()));
-        v
-    };
+    let mut take = |flag: &str| cli::take_flag(&mut args, flag);
     let tokenizer = take("--tokenizer").unwrap_or_else(|| "llama3".into());
     let top: usize = take("--top").map_or(Ok(20), |s| s.parse())?;
-    let mut files = Vec::new();
-    for a in &args {
-        let p = std::path::PathBuf::from(a);
-        if p.is_dir() {
-            let mut v: Vec<_> = std::fs::read_dir(&p)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            v.retain(|p| p.extension().is_some_and(|x| x == "json"));
-            v.sort();
-            files.extend(v);
-        } else {
-            files.push(p);
-        }
-    }
+    let files = cli::json_files(&args)?;
     let (vocab, _) = load_tokenizer(&tokenizer)?;
     let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
     let options = JsonSchemaOptions::spec_compliant();

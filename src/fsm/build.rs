@@ -854,23 +854,7 @@ mod tests {
     }
 
     fn words(max_len: usize) -> Vec<Vec<Sym>> {
-        let symbols = [Sym::Byte(b'a'), Sym::Byte(b'b'), Sym::Byte(b'c'), Sym::One];
-        let mut all = vec![Vec::new()];
-        let mut layer: Vec<Vec<Sym>> = vec![Vec::new()];
-        for _ in 0..max_len {
-            layer = layer
-                .iter()
-                .flat_map(|w| {
-                    symbols.iter().map(move |&s| {
-                        let mut v = w.clone();
-                        v.push(s);
-                        v
-                    })
-                })
-                .collect();
-            all.extend(layer.iter().cloned());
-        }
-        all
+        crate::fsm::all_words(&[Sym::Byte(b'a'), Sym::Byte(b'b'), Sym::Byte(b'c'), Sym::One], max_len)
     }
 
     proptest! {

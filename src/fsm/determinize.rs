@@ -339,29 +339,16 @@ mod tests {
     }
 
     fn words(max_len: usize) -> Vec<Vec<Label>> {
-        let symbols = [
-            Label::Bytes(b'a', b'a'),
-            Label::Bytes(b'b', b'b'),
-            Label::Bytes(b'c', b'c'),
-            Label::Rule(0),
-            Label::Rule(1),
-        ];
-        let mut all = vec![Vec::new()];
-        let mut layer = vec![Vec::new()];
-        for _ in 0..max_len {
-            layer = layer
-                .iter()
-                .flat_map(|w: &Vec<Label>| {
-                    symbols.iter().map(move |&s| {
-                        let mut v = w.clone();
-                        v.push(s);
-                        v
-                    })
-                })
-                .collect();
-            all.extend(layer.iter().cloned());
-        }
-        all
+        crate::fsm::all_words(
+            &[
+                Label::Bytes(b'a', b'a'),
+                Label::Bytes(b'b', b'b'),
+                Label::Bytes(b'c', b'c'),
+                Label::Rule(0),
+                Label::Rule(1),
+            ],
+            max_len,
+        )
     }
 
     /// A DFA over bytes `a..=c` and rule 0: `k` classes, each blown up into `copies` states

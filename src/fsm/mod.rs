@@ -308,6 +308,28 @@ impl GrammarFsm {
     }
 }
 
+/// Every word of at most `max_len` symbols over `symbols`, shortest first (for tests that
+/// compare an automaton's language with a reference on all short words).
+#[cfg(test)]
+pub(crate) fn all_words<T: Clone>(symbols: &[T], max_len: usize) -> Vec<Vec<T>> {
+    let mut all = vec![Vec::new()];
+    let mut layer: Vec<Vec<T>> = vec![Vec::new()];
+    for _ in 0..max_len {
+        layer = layer
+            .iter()
+            .flat_map(|w| {
+                symbols.iter().map(move |s| {
+                    let mut v = w.clone();
+                    v.push(s.clone());
+                    v
+                })
+            })
+            .collect();
+        all.extend(layer.iter().cloned());
+    }
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::Label;
