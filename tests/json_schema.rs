@@ -689,8 +689,8 @@ fn typed_schema_and_regex() {
     assert!(err.to_string().contains("lookahead") && err.to_string().starts_with("1:2"), "{err}");
 }
 
-/// Self-contained `anyOf`/`oneOf` branches come from the compiler's fragment cache once another
-/// schema lowered them: the grammar accepts the same instances and the report holds the same
+/// Self-contained `anyOf`/`oneOf` branches with properties come from the compiler's fragment
+/// cache once another schema lowered them: the grammar accepts the same instances and the report holds the same
 /// relaxations (pointers re-rooted at the branch) as a compiler without the cache; branches with
 /// a `$ref` (which resolves against their document) are lowered inline.
 #[test]
@@ -699,11 +699,12 @@ fn schema_fragments_from_the_cache_keep_languages_and_reports() {
         "tags": {"type": "array", "items": {"type": "object"}, "uniqueItems": true},
         "n": {"type": "integer", "minimum": 3, "maximum": 12}}, "required": ["n"]});
     let with_ref = json!({"type": "object", "properties": {"d": {"$ref": "#/$defs/d"}}, "required": ["d"]});
-    let warmup = json!({"anyOf": [tool.clone(), {"type": "string", "maxLength": 2}]});
+    let short = json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 2}}, "required": ["s"]});
+    let warmup = json!({"anyOf": [tool.clone(), short.clone()]});
     let schema = json!({"$defs": {"d": {"enum": [1, 2]}},
-        "oneOf": [{"type": "null"}, tool, {"type": "string", "maxLength": 2}, with_ref]});
-    let valid = [json!(null), json!({"tags": [{}], "n": 3}), json!("ab"), json!({"d": 2})];
-    let invalid = ["{\"n\": 13}", "{\"tags\": []}", "\"abc\"", "{\"d\": 3}", "{\"n\": 3", "1"];
+        "oneOf": [{"type": "null"}, tool, short, with_ref]});
+    let valid = [json!(null), json!({"tags": [{}], "n": 3}), json!({"s": "ab"}), json!({"d": 2})];
+    let invalid = ["{\"n\": 13}", "{\"tags\": []}", "{\"s\": \"abc\"}", "{\"d\": 3}", "{\"n\": 3", "1", "\"ab\""];
     let options = JsonSchemaOptions::default();
     let tok = "llama3";
     let vocab = load(tok).0.clone();
@@ -713,7 +714,7 @@ fn schema_fragments_from_the_cache_keep_languages_and_reports() {
     let g_warm = warm.compile_json_schema(&schema, &options).unwrap();
     let g_cold = cold.compile_json_schema(&schema, &options).unwrap();
     let stats = warm.schema_fragment_stats();
-    assert!(stats.hits >= 2, "the tool and the string branch are hits: {stats:?}");
+    assert!(stats.hits >= 2, "the tool and the short-string object are hits: {stats:?}");
     assert_eq!(cold.schema_fragment_stats().hits + cold.schema_fragment_stats().misses, 0);
     let sorted = |g: &CompiledGrammar| {
         let mut r: Vec<String> = g
@@ -791,13 +792,21 @@ fn only_top_level_branches_become_fragments() {
 /// next schema holding it lowers it inline without trying again, with the same result.
 #[test]
 fn a_branch_that_is_not_a_fragment_is_remembered() {
-    let impossible = json!({"type": "string", "minLength": 5, "maxLength": 2});
+    let impossible = json!({
+        "type": "object",
+        "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 2}},
+        "required": ["a"],
+    });
     let c = compiler("llama3");
     let options = JsonSchemaOptions::default();
     c.compile_json_schema(&json!({"anyOf": [impossible.clone(), {"type": "null"}]}), &options).unwrap();
     let before = c.schema_fragment_stats();
     let g = c.compile_json_schema(&json!({"anyOf": [{"type": "boolean"}, impossible]}), &options).unwrap();
     let after = c.schema_fragment_stats();
+    // The impossible branch is remembered; the small ones never go through the cache.
     assert_eq!(after.hits - before.hits, 1, "{before:?} → {after:?}");
-    assert!(accepts(&g, "llama3", "true") && !accepts(&g, "llama3", "\"abcdef\"") && !accepts(&g, "llama3", "null"));
+    assert_eq!(after.misses, before.misses, "{before:?} → {after:?}");
+    assert!(
+        accepts(&g, "llama3", "true") && !accepts(&g, "llama3", r#"{"a": "abcdef"}"#) && !accepts(&g, "llama3", "null")
+    );
 }

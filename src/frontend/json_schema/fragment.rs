@@ -4,7 +4,8 @@
 //! Tool-calling requests are schemas like `{"anyOf": [tool₁, tool₂, ...]}` whose branches recur
 //! from request to request in other combinations. A branch that holds no reference (`$ref`,
 //! `$dynamicRef`, `$recursiveRef`) depends only on itself, the options and its nesting level,
-//! so it is lowered once as a *fragment*: a small grammar of its own (its root rule matches
+//! so when it declares properties (a tool; smaller branches lower faster than they hash) it is
+//! lowered once as a *fragment*: a small grammar of its own (its root rule matches
 //! exactly the branch's values, without surrounding whitespace), with its relaxations
 //! (pointers relative to the branch) and the nesting depth and sub-schema count it needed.
 //! The document's lowering imports the fragment's rules under fresh ids and re-roots the
@@ -144,6 +145,13 @@ fn fragment_key(schema: &Value, options: &JsonSchemaOptions, kind: &str) -> u128
     h.update(format!("{options:?}|{kind}").as_bytes());
     crate::util::json::hash_json(schema, &mut h);
     h.digest128()
+}
+
+/// Whether a branch is worth a fragment: one with declared properties (a tool, an object
+/// variant). Small branches (`{"type": "integer"}`, a string format) lower faster than they
+/// hash, and each fragment brings its own copies of the shared string and value rules.
+pub(super) fn is_worth_caching(schema: &Value) -> bool {
+    schema.get("properties").is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty()))
 }
 
 /// Whether `schema` can be lowered on its own: it holds no reference (which would resolve

@@ -218,7 +218,7 @@ impl<'a> Lowerer<'a> {
         // fragment: checking and hashing a branch costs its size, so doing it at every level of
         // a deeply nested schema would cost its size times its depth.
         if let Some(cache) = self.fragments.filter(|_| self.depth <= MAX_FRAGMENT_DEPTH) {
-            if b.is_object() && fragment::is_self_contained(b) {
+            if fragment::is_worth_caching(b) && fragment::is_self_contained(b) {
                 let opts = self.opts;
                 let fragment = cache.get_or_lower(b, opts, level, || Lowerer::run_fragment(b, opts, level).ok());
                 if let Some(e) = fragment.map(|f| self.import_fragment(&f, ptr)).transpose()?.flatten() {
