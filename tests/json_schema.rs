@@ -690,9 +690,10 @@ fn typed_schema_and_regex() {
 }
 
 /// Self-contained `anyOf`/`oneOf` branches with properties come from the compiler's fragment
-/// cache once another schema lowered them: the grammar accepts the same instances and the report holds the same
-/// relaxations (pointers re-rooted at the branch) as a compiler without the cache; branches with
-/// a `$ref` (which resolves against their document) are lowered inline.
+/// cache once another schema lowered them: the grammar accepts the same instances and the
+/// report holds the same relaxations (pointers re-rooted at the branch) as a compiler without
+/// the cache; branches with a `$ref` (which resolves against their document) are lowered
+/// inline.
 #[test]
 fn schema_fragments_from_the_cache_keep_languages_and_reports() {
     let tool = json!({"type": "object", "properties": {
