@@ -37,33 +37,53 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
         };
     }
     // Only states with rule edges or an iteration end can change below (the others keep what
-    // their byte edges give): iterate over those alone, not over every state per round.
+    // their byte edges give). A worklist over those: a state is recomputed when a state it
+    // reads changed (rounds over every state took as many rounds as the grammar is deep).
     let active: Vec<StateId> =
         (0..n_states as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(s).is_some()).collect();
-    loop {
-        let mut changed = false;
-        for &s in &active {
-            let mut f = first[s as usize];
-            let mut end = endable[s as usize];
-            for e in fsm.rule_edges(s) {
-                let callee = &fsm.rules()[e.rule as usize];
-                f.union_with(&first[callee.start as usize].clone());
-                if callee.nullable {
-                    f.union_with(&first[e.target as usize].clone());
-                    end |= endable[e.target as usize];
-                }
-            }
-            if let Some(start) = loops_to(s) {
-                f.union_with(&first[start as usize].clone());
-            }
-            if f != first[s as usize] || end != endable[s as usize] {
-                first[s as usize] = f;
-                endable[s as usize] = end;
-                changed = true;
+    // readers[x]: the active states whose sets read state x's.
+    let mut readers: Vec<Vec<StateId>> = vec![Vec::new(); n_states];
+    for &s in &active {
+        for e in fsm.rule_edges(s) {
+            let callee = &fsm.rules()[e.rule as usize];
+            readers[callee.start as usize].push(s);
+            if callee.nullable {
+                readers[e.target as usize].push(s);
             }
         }
-        if !changed {
-            break;
+        if let Some(start) = loops_to(s) {
+            readers[start as usize].push(s);
+        }
+    }
+    let mut queued = vec![false; n_states];
+    let mut work: Vec<StateId> = active.clone();
+    for &s in &active {
+        queued[s as usize] = true;
+    }
+    while let Some(s) = work.pop() {
+        queued[s as usize] = false;
+        let mut f = first[s as usize];
+        let mut end = endable[s as usize];
+        for e in fsm.rule_edges(s) {
+            let callee = &fsm.rules()[e.rule as usize];
+            f.union_with(&first[callee.start as usize].clone());
+            if callee.nullable {
+                f.union_with(&first[e.target as usize].clone());
+                end |= endable[e.target as usize];
+            }
+        }
+        if let Some(start) = loops_to(s) {
+            f.union_with(&first[start as usize].clone());
+        }
+        if f != first[s as usize] || end != endable[s as usize] {
+            first[s as usize] = f;
+            endable[s as usize] = end;
+            for &r in &readers[s as usize] {
+                if !queued[r as usize] {
+                    queued[r as usize] = true;
+                    work.push(r);
+                }
+            }
         }
     }
     // Every rule edge once, with what follows it: (caller, callee, bytes after, may end after).
@@ -77,18 +97,159 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
                 .map(move |e| (parent, e.rule as usize, first[e.target as usize], endable[e.target as usize]))
         })
         .collect();
+    // follow[callee] ⊇ after, and ⊇ follow[parent] when the callee may end its parent: the
+    // first part once, the second by a worklist over the rules whose follow set grew.
     let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
-    loop {
-        let mut changed = false;
-        for &(parent, callee, after, may_end) in &calls {
-            let mut add = after;
-            if may_end {
-                add.union_with(&follow[parent].clone());
-            }
-            changed |= follow[callee].union_with(&add);
+    let mut ending_calls: Vec<Vec<usize>> = vec![Vec::new(); fsm.rules().len()];
+    for &(parent, callee, after, may_end) in &calls {
+        follow[callee].union_with(&after);
+        if may_end {
+            ending_calls[parent].push(callee);
         }
-        if !changed {
-            return follow;
+    }
+    let mut work: Vec<usize> = (0..fsm.rules().len()).collect();
+    let mut queued = vec![true; fsm.rules().len()];
+    while let Some(parent) = work.pop() {
+        queued[parent] = false;
+        let add = follow[parent];
+        for &callee in &ending_calls[parent] {
+            if follow[callee].union_with(&add) && !queued[callee] {
+                queued[callee] = true;
+                work.push(callee);
+            }
+        }
+    }
+    follow
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsm::{build_grammar_fsm, FsmLimits};
+
+    /// The previous implementation (rounds over every active state until nothing changes),
+    /// as the reference: the worklist must reach the same least fixpoint.
+    fn follow_sets_by_rounds(fsm: &GrammarFsm) -> Vec<ByteSet> {
+        let n_states = fsm.state_len();
+        // first[s]: bytes readable from state s before leaving its rule;
+        // endable[s]: whether the rule can end from s without reading a byte.
+        let mut first = vec![ByteSet::EMPTY; n_states];
+        let mut endable = vec![false; n_states];
+        let loops_to = |s: StateId| -> Option<StateId> {
+            let r = &fsm.rules()[fsm.rule_of(s) as usize];
+            match r.kind {
+                RuleKind::Counted { .. } if s != r.start && fsm.is_final(s) => Some(r.start),
+                _ => None,
+            }
+        };
+        for s in 0..n_states as StateId {
+            for e in fsm.byte_edges(s) {
+                first[s as usize].insert_range(e.lo, e.hi);
+            }
+            let r = &fsm.rules()[fsm.rule_of(s) as usize];
+            endable[s as usize] = match r.kind {
+                RuleKind::Plain => fsm.is_final(s),
+                // Out of context any count is possible, so any iteration end may end the rule.
+                RuleKind::Counted { .. } => s == r.start || fsm.is_final(s),
+            };
+        }
+        // Only states with rule edges or an iteration end can change below (the others keep what
+        // their byte edges give): iterate over those alone, not over every state per round.
+        let active: Vec<StateId> =
+            (0..n_states as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(s).is_some()).collect();
+        loop {
+            let mut changed = false;
+            for &s in &active {
+                let mut f = first[s as usize];
+                let mut end = endable[s as usize];
+                for e in fsm.rule_edges(s) {
+                    let callee = &fsm.rules()[e.rule as usize];
+                    f.union_with(&first[callee.start as usize].clone());
+                    if callee.nullable {
+                        f.union_with(&first[e.target as usize].clone());
+                        end |= endable[e.target as usize];
+                    }
+                }
+                if let Some(start) = loops_to(s) {
+                    f.union_with(&first[start as usize].clone());
+                }
+                if f != first[s as usize] || end != endable[s as usize] {
+                    first[s as usize] = f;
+                    endable[s as usize] = end;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // Every rule edge once, with what follows it: (caller, callee, bytes after, may end after).
+        let calls: Vec<(usize, usize, ByteSet, bool)> = active
+            .iter()
+            .flat_map(|&s| {
+                let parent = fsm.rule_of(s) as usize;
+                let (first, endable) = (&first, &endable);
+                fsm.rule_edges(s)
+                    .iter()
+                    .map(move |e| (parent, e.rule as usize, first[e.target as usize], endable[e.target as usize]))
+            })
+            .collect();
+        let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
+        loop {
+            let mut changed = false;
+            for &(parent, callee, after, may_end) in &calls {
+                let mut add = after;
+                if may_end {
+                    add.union_with(&follow[parent].clone());
+                }
+                changed |= follow[callee].union_with(&add);
+            }
+            if !changed {
+                return follow;
+            }
+        }
+    }
+
+    /// Grammars with nullable rules, recursion through nullable prefixes, counted repetitions
+    /// and deep nesting (so that the rounds needed many passes).
+    fn grammars() -> Vec<crate::grammar::Grammar> {
+        use crate::grammar::{Expr, GrammarBuilder};
+        let lit = Expr::literal;
+        let mut out = Vec::new();
+        // root ::= a "x" | b ; a ::= b? "y" a | "" ; b ::= a "z" | "w"
+        let mut g = GrammarBuilder::new();
+        let (root, a, b) = (g.rule("root"), g.rule("a"), g.rule("b"));
+        let r = Expr::Rule;
+        g.define(root, Expr::Choice(vec![Expr::Seq(vec![r(a), lit("x")]), r(b)]), None).unwrap();
+        let opt_b = Expr::repeat(r(b), 0, Some(1));
+        g.define(a, Expr::Choice(vec![Expr::Seq(vec![opt_b, lit("y"), r(a)]), Expr::Empty]), None).unwrap();
+        g.define(b, Expr::Choice(vec![Expr::Seq(vec![r(a), lit("z")]), lit("w")]), None).unwrap();
+        out.push(g.build("root").unwrap());
+        // A chain of 40 nested bracket rules, each optional inside the previous one.
+        let mut g = GrammarBuilder::new();
+        let ids: Vec<_> = (0..40).map(|i| g.rule(&format!("n{i}"))).collect();
+        for (i, &id) in ids.iter().enumerate() {
+            let inner = ids.get(i + 1).map_or(lit("."), |&next| Expr::repeat(Expr::Rule(next), 0, Some(1)));
+            let open = [b'(' + (i % 2) as u8];
+            g.define(id, Expr::Seq(vec![Expr::Bytes(open.to_vec()), inner, Expr::star(Expr::Rule(ids[0]))]), None)
+                .unwrap();
+        }
+        out.push(g.build("n0").unwrap());
+        // A counted repetition of a nullable rule, then a terminator.
+        let mut g = GrammarBuilder::new();
+        let (root, s, t) = (g.rule("root"), g.rule("s"), g.rule("t"));
+        g.define(root, Expr::Seq(vec![Expr::repeat(Expr::Rule(s), 2, Some(40)), lit("!")]), None).unwrap();
+        g.define(s, Expr::Choice(vec![lit("a"), Expr::Rule(t)]), None).unwrap();
+        g.define(t, Expr::Choice(vec![Expr::Empty, Expr::Seq(vec![lit("b"), Expr::Rule(s)])]), None).unwrap();
+        out.push(g.build("root").unwrap());
+        out
+    }
+
+    #[test]
+    fn the_worklist_reaches_the_fixpoint_of_the_rounds() {
+        for g in &grammars() {
+            let fsm = build_grammar_fsm(g, &FsmLimits::default()).unwrap();
+            assert_eq!(follow_sets(&fsm), follow_sets_by_rounds(&fsm), "{g}");
         }
     }
 }
