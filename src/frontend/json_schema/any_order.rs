@@ -135,9 +135,9 @@ pub(super) struct AnyOrderParts {
 }
 
 impl Lowerer<'_> {
-    /// Members in any order (see the module docs). With a `counter`, the member count is
-    /// enforced too, unless that takes too many rules: then the count is reported as relaxed
-    /// by the caller, which `counted` tells (`false`).
+    /// Members in any order (see the module docs), and whether the member count is enforced:
+    /// with a `counter` it is, unless that takes too many rules (`false`; the caller reports
+    /// `minProperties`/`maxProperties` as relaxed).
     pub(super) fn any_order(
         &mut self,
         props: Vec<Prop>,
