@@ -96,22 +96,7 @@ impl GrammarBuilder {
             return Err(GrammarError::DuplicateRule { name: self.names[id.index()].clone() });
         }
         for e in std::iter::once(&body).chain(lookahead.as_ref()) {
-            let (depth, nodes) = e.depth_and_node_count();
-            if depth > self.limits.max_depth {
-                return Err(GrammarError::TooLarge {
-                    what: "expression depth",
-                    actual: depth,
-                    limit: self.limits.max_depth,
-                });
-            }
-            self.nodes += nodes;
-        }
-        if self.nodes > self.limits.max_nodes {
-            return Err(GrammarError::TooLarge {
-                what: "expression node count",
-                actual: self.nodes,
-                limit: self.limits.max_nodes,
-            });
+            count_within_limits(e, &self.limits, &mut self.nodes)?;
         }
         self.bodies[id.index()] = Some((body, lookahead));
         Ok(())
@@ -137,10 +122,26 @@ impl GrammarBuilder {
         self.build_with(root, passes::Productivity::Check)
     }
 
-    /// [`GrammarBuilder::build`] for a front-end that already removed every unproductive part
-    /// (with `passes::productive_bodies`, the same analysis): the productivity pass is skipped.
-    pub(crate) fn build_productive(self, root: &str) -> Result<Grammar, GrammarError> {
-        self.build_with(root, passes::Productivity::Trusted)
+    /// A grammar of `rules` (names, bodies; ids in order) rooted at `root`, for a front-end
+    /// whose names are distinct by construction and that already removed every unproductive
+    /// part (with `passes::productive_bodies`, the same analysis): no name table is built and
+    /// the productivity pass is skipped. The size limits are checked as by
+    /// [`GrammarBuilder::define`].
+    pub(crate) fn build_productive(
+        rules: Vec<(String, Expr)>,
+        root: RuleId,
+        limits: &GrammarLimits,
+    ) -> Result<Grammar, GrammarError> {
+        if rules.len() > limits.max_rules {
+            return Err(GrammarError::TooLarge { what: "rule count", actual: rules.len(), limit: limits.max_rules });
+        }
+        let mut nodes = 0;
+        let mut out = Vec::with_capacity(rules.len());
+        for (name, body) in rules {
+            count_within_limits(&body, limits, &mut nodes)?;
+            out.push(Rule { name, body, lookahead: None });
+        }
+        passes::run(out, root, &[], passes::Productivity::Trusted)
     }
 
     fn build_with(self, root: &str, productivity: passes::Productivity) -> Result<Grammar, GrammarError> {
@@ -168,4 +169,18 @@ impl GrammarBuilder {
         }
         passes::run(rules, root_id, &undefined, productivity)
     }
+}
+
+/// Adds `e`'s nodes to `nodes`; an error when `e` is deeper, or the total larger, than `limits`
+/// allow.
+fn count_within_limits(e: &Expr, limits: &GrammarLimits, nodes: &mut usize) -> Result<(), GrammarError> {
+    let (depth, n) = e.depth_and_node_count();
+    if depth > limits.max_depth {
+        return Err(GrammarError::TooLarge { what: "expression depth", actual: depth, limit: limits.max_depth });
+    }
+    *nodes += n;
+    if *nodes > limits.max_nodes {
+        return Err(GrammarError::TooLarge { what: "expression node count", actual: *nodes, limit: limits.max_nodes });
+    }
+    Ok(())
 }

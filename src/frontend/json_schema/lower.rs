@@ -298,20 +298,26 @@ impl<'a> Lowerer<'a> {
             ));
         }
         let limits = GrammarLimits { max_rules: self.opts.limits.max_rules.max(16), ..GrammarLimits::default() };
-        let mut b = GrammarBuilder::with_limits(limits);
-        let ids: Vec<RuleId> = self.names.iter().map(|name| b.rule(name)).collect();
-        for (r, mut body) in bodies.into_iter().enumerate() {
-            if productive[r] {
-                let kept = prune(&mut body, &productive);
-                debug_assert!(kept, "a productive body stays productive when pruned");
-                b.define(ids[r], body, None).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
-            } else {
-                b.define(ids[r], Expr::literal("never"), None)
-                    .map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))?;
-            }
-        }
-        // Every unproductive part is gone (pruned above with the builder's own analysis).
-        b.build_productive(&self.names[0]).map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))
+        let names = std::mem::take(&mut self.names);
+        let rules: Vec<(String, Expr)> = names
+            .into_iter()
+            .zip(bodies)
+            .enumerate()
+            .map(|(r, (name, mut body))| {
+                if productive[r] {
+                    let kept = prune(&mut body, &productive);
+                    debug_assert!(kept, "a productive body stays productive when pruned");
+                    (name, body)
+                } else {
+                    // Unreachable once pruned; dropped as a dead rule.
+                    (name, Expr::literal("never"))
+                }
+            })
+            .collect();
+        // Rule names are distinct by construction, and every unproductive part is gone
+        // (pruned above with the builder's own analysis).
+        GrammarBuilder::build_productive(rules, RuleId::new(0), &limits)
+            .map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))
     }
 
     /// Records a relaxation, or fails with `strict_keywords`.
