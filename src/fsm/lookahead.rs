@@ -14,33 +14,11 @@ use crate::util::byteset::ByteSet;
 /// For each rule of a [`GrammarFsm`], the set of bytes that may follow it.
 pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
     let n_states = fsm.state_len();
-    // first[s]: bytes readable from state s before leaving its rule;
-    // endable[s]: whether the rule can end from s without reading a byte.
-    let mut first = vec![ByteSet::EMPTY; n_states];
-    let mut endable = vec![false; n_states];
-    let loops_to = |s: StateId| -> Option<StateId> {
-        let r = &fsm.rules()[fsm.rule_of(s) as usize];
-        match r.kind {
-            RuleKind::Counted { .. } if s != r.start && fsm.is_final(s) => Some(r.start),
-            _ => None,
-        }
-    };
-    for s in 0..n_states as StateId {
-        for e in fsm.byte_edges(s) {
-            first[s as usize].insert_range(e.lo, e.hi);
-        }
-        let r = &fsm.rules()[fsm.rule_of(s) as usize];
-        endable[s as usize] = match r.kind {
-            RuleKind::Plain => fsm.is_final(s),
-            // Out of context any count is possible, so any iteration end may end the rule.
-            RuleKind::Counted { .. } => s == r.start || fsm.is_final(s),
-        };
-    }
+    let (mut first, mut endable) = byte_first(fsm);
     // Only states with rule edges or an iteration end can change below (the others keep what
     // their byte edges give). A worklist over those: a state is recomputed when a state it
     // reads changed (rounds over every state took as many rounds as the grammar is deep).
-    let active: Vec<StateId> =
-        (0..n_states as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(s).is_some()).collect();
+    let active = active_states(fsm);
     // readers[x]: the active states whose sets read state x's.
     let mut readers: Vec<Vec<StateId>> = vec![Vec::new(); n_states];
     for &s in &active {
@@ -51,7 +29,7 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
                 readers[e.target as usize].push(s);
             }
         }
-        if let Some(start) = loops_to(s) {
+        if let Some(start) = loops_to(fsm, s) {
             readers[start as usize].push(s);
         }
     }
@@ -62,22 +40,7 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
     }
     while let Some(s) = work.pop() {
         queued[s as usize] = false;
-        let mut f = first[s as usize];
-        let mut end = endable[s as usize];
-        for e in fsm.rule_edges(s) {
-            let callee = &fsm.rules()[e.rule as usize];
-            f.union_with(&first[callee.start as usize].clone());
-            if callee.nullable {
-                f.union_with(&first[e.target as usize].clone());
-                end |= endable[e.target as usize];
-            }
-        }
-        if let Some(start) = loops_to(s) {
-            f.union_with(&first[start as usize].clone());
-        }
-        if f != first[s as usize] || end != endable[s as usize] {
-            first[s as usize] = f;
-            endable[s as usize] = end;
+        if update(fsm, s, &mut first, &mut endable) {
             for &r in &readers[s as usize] {
                 if !queued[r as usize] {
                     queued[r as usize] = true;
@@ -86,22 +49,11 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
             }
         }
     }
-    // Every rule edge once, with what follows it: (caller, callee, bytes after, may end after).
-    let calls: Vec<(usize, usize, ByteSet, bool)> = active
-        .iter()
-        .flat_map(|&s| {
-            let parent = fsm.rule_of(s) as usize;
-            let (first, endable) = (&first, &endable);
-            fsm.rule_edges(s)
-                .iter()
-                .map(move |e| (parent, e.rule as usize, first[e.target as usize], endable[e.target as usize]))
-        })
-        .collect();
     // follow[callee] ⊇ after, and ⊇ follow[parent] when the callee may end its parent: the
     // first part once, the second by a worklist over the rules whose follow set grew.
     let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
     let mut ending_calls: Vec<Vec<usize>> = vec![Vec::new(); fsm.rules().len()];
-    for &(parent, callee, after, may_end) in &calls {
+    for (parent, callee, after, may_end) in calls(fsm, &active, &first, &endable) {
         follow[callee].union_with(&after);
         if may_end {
             ending_calls[parent].push(callee);
@@ -122,78 +74,100 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
     follow
 }
 
+/// The start of a counted rule, for a state that may end an iteration of it (the next
+/// iteration reads on from there).
+fn loops_to(fsm: &GrammarFsm, s: StateId) -> Option<StateId> {
+    let r = &fsm.rules()[fsm.rule_of(s) as usize];
+    match r.kind {
+        RuleKind::Counted { .. } if s != r.start && fsm.is_final(s) => Some(r.start),
+        _ => None,
+    }
+}
+
+/// Per state, the bytes of its own byte edges (`first`) and whether its rule may end there
+/// (`endable`): where the fixpoint starts.
+fn byte_first(fsm: &GrammarFsm) -> (Vec<ByteSet>, Vec<bool>) {
+    let n_states = fsm.state_len();
+    let mut first = vec![ByteSet::EMPTY; n_states];
+    let mut endable = vec![false; n_states];
+    for s in 0..n_states as StateId {
+        for e in fsm.byte_edges(s) {
+            first[s as usize].insert_range(e.lo, e.hi);
+        }
+        let r = &fsm.rules()[fsm.rule_of(s) as usize];
+        endable[s as usize] = match r.kind {
+            RuleKind::Plain => fsm.is_final(s),
+            // Out of context any count is possible, so any iteration end may end the rule.
+            RuleKind::Counted { .. } => s == r.start || fsm.is_final(s),
+        };
+    }
+    (first, endable)
+}
+
+/// The states whose sets can grow beyond their byte edges: with rule edges or an iteration end.
+fn active_states(fsm: &GrammarFsm) -> Vec<StateId> {
+    (0..fsm.state_len() as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(fsm, s).is_some()).collect()
+}
+
+/// Recomputes state `s`'s sets from the states it reads; whether they changed.
+fn update(fsm: &GrammarFsm, s: StateId, first: &mut [ByteSet], endable: &mut [bool]) -> bool {
+    let mut f = first[s as usize];
+    let mut end = endable[s as usize];
+    for e in fsm.rule_edges(s) {
+        let callee = &fsm.rules()[e.rule as usize];
+        f.union_with(&first[callee.start as usize].clone());
+        if callee.nullable {
+            f.union_with(&first[e.target as usize].clone());
+            end |= endable[e.target as usize];
+        }
+    }
+    if let Some(start) = loops_to(fsm, s) {
+        f.union_with(&first[start as usize].clone());
+    }
+    let changed = f != first[s as usize] || end != endable[s as usize];
+    first[s as usize] = f;
+    endable[s as usize] = end;
+    changed
+}
+
+/// Every rule edge once, with what follows it: (caller, callee, bytes after, may end after).
+fn calls(
+    fsm: &GrammarFsm,
+    active: &[StateId],
+    first: &[ByteSet],
+    endable: &[bool],
+) -> Vec<(usize, usize, ByteSet, bool)> {
+    active
+        .iter()
+        .flat_map(|&s| {
+            let parent = fsm.rule_of(s) as usize;
+            fsm.rule_edges(s)
+                .iter()
+                .map(move |e| (parent, e.rule as usize, first[e.target as usize], endable[e.target as usize]))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fsm::{build_grammar_fsm, FsmLimits};
 
-    /// The previous implementation (rounds over every active state until nothing changes),
-    /// as the reference: the worklist must reach the same least fixpoint.
+    /// The previous order of evaluation (rounds over every active state until nothing
+    /// changes), as the reference: the worklists must reach the same least fixpoint.
     fn follow_sets_by_rounds(fsm: &GrammarFsm) -> Vec<ByteSet> {
-        let n_states = fsm.state_len();
-        // first[s]: bytes readable from state s before leaving its rule;
-        // endable[s]: whether the rule can end from s without reading a byte.
-        let mut first = vec![ByteSet::EMPTY; n_states];
-        let mut endable = vec![false; n_states];
-        let loops_to = |s: StateId| -> Option<StateId> {
-            let r = &fsm.rules()[fsm.rule_of(s) as usize];
-            match r.kind {
-                RuleKind::Counted { .. } if s != r.start && fsm.is_final(s) => Some(r.start),
-                _ => None,
-            }
-        };
-        for s in 0..n_states as StateId {
-            for e in fsm.byte_edges(s) {
-                first[s as usize].insert_range(e.lo, e.hi);
-            }
-            let r = &fsm.rules()[fsm.rule_of(s) as usize];
-            endable[s as usize] = match r.kind {
-                RuleKind::Plain => fsm.is_final(s),
-                // Out of context any count is possible, so any iteration end may end the rule.
-                RuleKind::Counted { .. } => s == r.start || fsm.is_final(s),
-            };
-        }
-        // Only states with rule edges or an iteration end can change below (the others keep what
-        // their byte edges give): iterate over those alone, not over every state per round.
-        let active: Vec<StateId> =
-            (0..n_states as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(s).is_some()).collect();
+        let (mut first, mut endable) = byte_first(fsm);
+        let active = active_states(fsm);
         loop {
             let mut changed = false;
             for &s in &active {
-                let mut f = first[s as usize];
-                let mut end = endable[s as usize];
-                for e in fsm.rule_edges(s) {
-                    let callee = &fsm.rules()[e.rule as usize];
-                    f.union_with(&first[callee.start as usize].clone());
-                    if callee.nullable {
-                        f.union_with(&first[e.target as usize].clone());
-                        end |= endable[e.target as usize];
-                    }
-                }
-                if let Some(start) = loops_to(s) {
-                    f.union_with(&first[start as usize].clone());
-                }
-                if f != first[s as usize] || end != endable[s as usize] {
-                    first[s as usize] = f;
-                    endable[s as usize] = end;
-                    changed = true;
-                }
+                changed |= update(fsm, s, &mut first, &mut endable);
             }
             if !changed {
                 break;
             }
         }
-        // Every rule edge once, with what follows it: (caller, callee, bytes after, may end after).
-        let calls: Vec<(usize, usize, ByteSet, bool)> = active
-            .iter()
-            .flat_map(|&s| {
-                let parent = fsm.rule_of(s) as usize;
-                let (first, endable) = (&first, &endable);
-                fsm.rule_edges(s)
-                    .iter()
-                    .map(move |e| (parent, e.rule as usize, first[e.target as usize], endable[e.target as usize]))
-            })
-            .collect();
+        let calls = calls(fsm, &active, &first, &endable);
         let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
         loop {
             let mut changed = false;
