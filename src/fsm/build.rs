@@ -20,7 +20,7 @@ use super::determinize::optimize;
 use super::nfa::Nfa;
 use super::rule_cache::RuleFsmCache;
 use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
-use crate::grammar::{CharClass, Expr, Grammar, GrammarError, TagDispatch, MAX_CODE_POINT};
+use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::scc::strongly_connected_components;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -603,7 +603,7 @@ fn estimate_states(e: &Expr) -> usize {
     match e {
         Expr::Empty => 0,
         Expr::Bytes(b) => b.len(),
-        Expr::Class(c) => 1 + 3 * class_range_count(c).min(64),
+        Expr::Class(c) => 1 + 3 * c.resolved_range_count().min(64),
         Expr::Rule(_) => 1,
         Expr::Token(_) => 6,
         Expr::TagDispatch(t) => {
@@ -623,23 +623,6 @@ fn estimate_states(e: &Expr) -> usize {
             let copies = r.max.unwrap_or(r.min).max(1) as usize;
             estimate_states(&r.expr).saturating_mul(copies.min(1 << 20)).saturating_add(2)
         }
-    }
-}
-
-/// The number of ranges of `class` once resolved (`resolved_ranges().len()`), without
-/// building them: the inlining plan sizes every class of every rule, and allocating the
-/// complement of a negated class just to count it was a visible part of its time. The ranges
-/// are canonical (sorted, disjoint, non-adjacent, within `MAX_CODE_POINT`), so the complement has
-/// one range per gap: between ranges, and before the first and after the last unless they touch
-/// the ends.
-fn class_range_count(class: &CharClass) -> usize {
-    let r = class.ranges();
-    if !class.is_negated() {
-        return r.len();
-    }
-    match (r.first(), r.last()) {
-        (Some(&(lo, _)), Some(&(_, hi))) => r.len() + 1 - usize::from(lo == 0) - usize::from(hi >= MAX_CODE_POINT),
-        _ => 1,
     }
 }
 
@@ -877,25 +860,6 @@ mod tests {
                 let want = ends(&e, &w, 0, inline).contains(&w.len());
                 prop_assert_eq!(accepts(&fsm, &w), want, "{:?} on {:?}", e, w);
             }
-        }
-
-        /// Counting the ranges of a class without resolving it gives the resolved count.
-        #[test]
-        fn class_range_count_matches_resolved_ranges(
-            ranges in prop::collection::vec((0u32..0x110010, 0u32..300), 0..6),
-            negated in any::<bool>(),
-            edges in any::<(bool, bool)>(),
-        ) {
-            let mut ranges: Vec<(u32, u32)> = ranges.into_iter().map(|(lo, len)| (lo, lo.saturating_add(len))).collect();
-            // Classes that touch either end of the code point range, where the count changes.
-            if edges.0 {
-                ranges.push((0, 5));
-            }
-            if edges.1 {
-                ranges.push((MAX_CODE_POINT - 3, MAX_CODE_POINT));
-            }
-            let class = CharClass::new(ranges, negated);
-            prop_assert_eq!(class_range_count(&class), class.resolved_ranges().len());
         }
     }
 }

@@ -47,7 +47,8 @@ pub struct RuleFsmCacheStats {
     pub evictions: u64,
 }
 
-/// Finished rule automata keyed by their Thompson automaton (see the [module docs](self)).
+/// Finished rule automata keyed by their Thompson automaton (see the `fsm::rule_cache`
+/// module docs).
 /// `Send + Sync`; a [`crate::GrammarCompiler`] owns one and its clones share it.
 #[derive(Debug)]
 pub struct RuleFsmCache {

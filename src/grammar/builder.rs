@@ -119,32 +119,6 @@ impl GrammarBuilder {
     /// rule reachable from the root), [`GrammarError::InvalidRepeat`],
     /// [`GrammarError::EmptyLanguage`] and [`GrammarError::TooLarge`].
     pub fn build(self, root: &str) -> Result<Grammar, GrammarError> {
-        self.build_with(root, passes::Productivity::Check)
-    }
-
-    /// A grammar of `rules` (names, bodies; ids in order) rooted at `root`, for a front-end
-    /// whose names are distinct by construction and that already removed every unproductive
-    /// part (with `passes::productive_bodies`, the same analysis): no name table is built and
-    /// the productivity pass is skipped. The size limits are checked as by
-    /// [`GrammarBuilder::define`].
-    pub(crate) fn build_productive(
-        rules: Vec<(String, Expr)>,
-        root: RuleId,
-        limits: &GrammarLimits,
-    ) -> Result<Grammar, GrammarError> {
-        if rules.len() > limits.max_rules {
-            return Err(GrammarError::TooLarge { what: "rule count", actual: rules.len(), limit: limits.max_rules });
-        }
-        let mut nodes = 0;
-        let mut out = Vec::with_capacity(rules.len());
-        for (name, body) in rules {
-            count_within_limits(&body, limits, &mut nodes)?;
-            out.push(Rule { name, body, lookahead: None });
-        }
-        passes::run(out, root, &[], passes::Productivity::Trusted)
-    }
-
-    fn build_with(self, root: &str, productivity: passes::Productivity) -> Result<Grammar, GrammarError> {
         if self.names.len() > self.limits.max_rules {
             return Err(GrammarError::TooLarge {
                 what: "rule count",
@@ -167,7 +141,29 @@ impl GrammarBuilder {
                 }
             }
         }
-        passes::run(rules, root_id, &undefined, productivity)
+        passes::run(rules, root_id, &undefined, passes::Productivity::Check)
+    }
+
+    /// A grammar of `rules` (names, bodies; ids in order) rooted at `root`, for a front-end
+    /// whose names are distinct by construction and that already removed every unproductive
+    /// part (with `passes::productive_bodies`, the same analysis): no name table is built and
+    /// the productivity pass is skipped. The size limits are checked as by
+    /// [`GrammarBuilder::define`].
+    pub(crate) fn build_productive(
+        rules: Vec<(String, Expr)>,
+        root: RuleId,
+        limits: &GrammarLimits,
+    ) -> Result<Grammar, GrammarError> {
+        if rules.len() > limits.max_rules {
+            return Err(GrammarError::TooLarge { what: "rule count", actual: rules.len(), limit: limits.max_rules });
+        }
+        let mut nodes = 0;
+        let mut out = Vec::with_capacity(rules.len());
+        for (name, body) in rules {
+            count_within_limits(&body, limits, &mut nodes)?;
+            out.push(Rule { name, body, lookahead: None });
+        }
+        passes::run(out, root, &[], passes::Productivity::Trusted)
     }
 }
 

@@ -68,15 +68,24 @@ impl CharClass {
         }
         crate::util::ranges::complement(&self.ranges, MAX_CODE_POINT)
     }
+    /// `resolved_ranges().len()` without building them (automaton size estimates and the
+    /// emptiness check run on every class of every rule). The written ranges are canonical
+    /// (sorted, disjoint, non-adjacent, within [`MAX_CODE_POINT`]), so a negated class has one
+    /// range per gap: between ranges, and before the first and after the last unless they
+    /// touch the ends.
+    pub fn resolved_range_count(&self) -> usize {
+        let r = &self.ranges;
+        if !self.negated {
+            return r.len();
+        }
+        match (r.first(), r.last()) {
+            (Some(&(lo, _)), Some(&(_, hi))) => r.len() + 1 - usize::from(lo == 0) - usize::from(hi >= MAX_CODE_POINT),
+            _ => 1,
+        }
+    }
     /// Whether the class matches no code point at all.
     pub fn is_empty(&self) -> bool {
-        // Canonical ranges are merged, so a negated class is empty only when one range covers
-        // every code point.
-        if self.negated {
-            self.ranges == [(0, MAX_CODE_POINT)]
-        } else {
-            self.ranges.is_empty()
-        }
+        self.resolved_range_count() == 0
     }
 }
 
@@ -288,5 +297,41 @@ impl Expr {
             stack.extend(e.children().iter().map(|c| (c, d + 1)));
         }
         (depth, nodes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CharClass, MAX_CODE_POINT};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Counting the ranges of a class without resolving it gives the resolved count.
+        #[test]
+        fn resolved_range_count_matches_resolved_ranges(
+            ranges in prop::collection::vec((0u32..0x110010, 0u32..300), 0..6),
+            negated in any::<bool>(),
+            edges in any::<(bool, bool)>(),
+        ) {
+            let mut ranges: Vec<(u32, u32)> = ranges.into_iter().map(|(lo, len)| (lo, lo.saturating_add(len))).collect();
+            // Classes that touch either end of the code point range, where the count changes.
+            if edges.0 {
+                ranges.push((0, 5));
+            }
+            if edges.1 {
+                ranges.push((MAX_CODE_POINT - 3, MAX_CODE_POINT));
+            }
+            let class = CharClass::new(ranges, negated);
+            let resolved = class.resolved_ranges();
+            prop_assert_eq!(class.resolved_range_count(), resolved.len());
+            prop_assert_eq!(class.is_empty(), resolved.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_negated_class_of_every_code_point_is_empty() {
+        assert!(CharClass::new([(0, MAX_CODE_POINT)], true).is_empty());
+        assert!(CharClass::new([(0, 10), (11, MAX_CODE_POINT)], true).is_empty());
+        assert!(!CharClass::new([(1, MAX_CODE_POINT)], true).is_empty());
     }
 }

@@ -5,7 +5,7 @@
 //! over byte strings, Unicode character classes, rule references, sequences, choices and
 //! bounded or unbounded repetition; a rule may end with a lookahead assertion (`(= ...)` in
 //! EBNF). Grammars are built with [`GrammarBuilder`], whose `build` runs the passes in
-//! [`passes`] (normalization, undefined-reference and empty-language checks, unreachable-rule
+//! `passes` (normalization, undefined-reference and empty-language checks, unreachable-rule
 //! removal) so that every `Grammar` value is well formed. A `Grammar` is immutable and
 //! cheap to clone (an `Arc` inside).
 //!

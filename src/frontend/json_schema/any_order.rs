@@ -23,15 +23,16 @@
 use super::counter::Counter;
 use super::lower::{choice, is_never, Lowerer};
 use super::object::Prop;
+use super::object_count::MAX_COUNTED_STATES;
 use super::SchemaError;
 use crate::grammar::{Expr, RuleId};
 
 /// The most declared properties whose sets of written properties are tracked (no key twice).
-pub(super) const MAX_ANY_ORDER: usize = 3;
+const MAX_ANY_ORDER: usize = 3;
 
 /// The most required properties whose sets of written ones are tracked; beyond, the required
 /// properties written are counted.
-pub(super) const MAX_ANY_ORDER_REQUIRED: usize = 4;
+const MAX_ANY_ORDER_REQUIRED: usize = 4;
 
 /// What writing a declared property does to the state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -46,7 +47,7 @@ enum Effect {
 
 /// The automaton over "what has been written so far" (see the module docs). States are
 /// numbered from 0, the start.
-pub(super) struct MemberStates {
+struct MemberStates {
     effects: Vec<Effect>,
     /// Sets: the bits that must all be set at the end, and how many bits there are.
     /// Counts: `bits` is 0 and `required` the number of required properties.
@@ -55,7 +56,7 @@ pub(super) struct MemberStates {
 }
 
 impl MemberStates {
-    pub(super) fn new(props: &[Prop]) -> Self {
+    fn new(props: &[Prop]) -> Self {
         let n_required = props.iter().filter(|p| p.required).count();
         let exact = props.len() <= MAX_ANY_ORDER;
         if !exact && n_required > MAX_ANY_ORDER_REQUIRED {
@@ -76,7 +77,7 @@ impl MemberStates {
     }
 
     /// How many states there are.
-    pub(super) fn len(&self) -> u32 {
+    fn len(&self) -> u32 {
         if self.bits == 0 && self.effects.contains(&Effect::Count) {
             self.required + 1
         } else {
@@ -85,7 +86,7 @@ impl MemberStates {
     }
 
     /// Whether the object may end in state `s`.
-    pub(super) fn accepting(&self, s: u32) -> bool {
+    fn accepting(&self, s: u32) -> bool {
         if self.effects.contains(&Effect::Count) {
             s == self.required
         } else {
@@ -94,12 +95,12 @@ impl MemberStates {
     }
 
     /// Whether declared property `i` leaves every state as it is.
-    pub(super) fn stays(&self, i: usize) -> bool {
+    fn stays(&self, i: usize) -> bool {
         self.effects[i] == Effect::Stay
     }
 
     /// The state after writing declared property `i` in state `s` (`None`: not allowed).
-    pub(super) fn next(&self, s: u32, i: usize) -> Option<u32> {
+    fn next(&self, s: u32, i: usize) -> Option<u32> {
         match self.effects[i] {
             Effect::Bit(b) => (s & (1 << b) == 0).then_some(s | 1 << b),
             Effect::Count => (s < self.required).then_some(s + 1),
@@ -128,10 +129,10 @@ impl MemberStates {
 /// The parts of an any-order member list: the automaton, each declared member that changes
 /// the state (a rule when many states use it; `Empty` for the others), and the members that
 /// never change the state as one expression.
-pub(super) struct AnyOrderParts {
-    pub(super) states: MemberStates,
-    pub(super) members: Vec<Expr>,
-    pub(super) repeatable: Option<Expr>,
+struct AnyOrderParts {
+    states: MemberStates,
+    members: Vec<Expr>,
+    repeatable: Option<Expr>,
 }
 
 impl Lowerer<'_> {
@@ -172,45 +173,56 @@ impl Lowerer<'_> {
         };
         let parts = AnyOrderParts { states, members, repeatable };
         if let Some(counter) = counter {
-            if let Some(e) = self.any_order_counted(&parts, level, counter)? {
-                return Ok((e, true));
+            let rules = parts.states.len() as usize * (counter.cap() as usize + 1);
+            if rules <= MAX_COUNTED_STATES && rules <= self.rules_left() {
+                return Ok((self.member_rules(&parts, level, counter), true));
             }
         }
-        Ok((self.any_order_uncounted(&parts, level), counter.is_none()))
+        // Not counting is counting nothing: a counter that stays at 0, one rule per state.
+        let uncounted = Counter { min: 0, max: None };
+        Ok((self.member_rules(&parts, level, uncounted), counter.is_none()))
     }
 
-    /// One rule per state: end here (if accepting), or a comma and a member.
-    fn any_order_uncounted(&mut self, parts: &AnyOrderParts, level: u32) -> Expr {
+    /// One rule per (state, count): end here (if accepting and the count is enough), or a
+    /// comma and a member that may come next.
+    fn member_rules(&mut self, parts: &AnyOrderParts, level: u32, counter: Counter) -> Expr {
+        let width = counter.cap() as usize + 1;
+        let states = parts.states.len() as usize;
         let comma = self.layout.comma(level);
-        let ids: Vec<RuleId> = (0..parts.states.len()).map(|_| self.new_rule("anyorder")).collect();
-        let moves = |s: u32| -> Vec<Expr> {
+        let ids: Vec<RuleId> = (0..states * width).map(|_| self.new_rule("anyorder")).collect();
+        let id = |s: u32, c: u32| Expr::Rule(ids[s as usize * width + c as usize]);
+        // The members that may come in (s, c) (after a comma, except first).
+        let moves = |s: u32, c: u32| -> Vec<Expr> {
             let mut alts = Vec::new();
+            let Some(c2) = counter.step(c) else { return alts };
             if let Some(r) = &parts.repeatable {
-                alts.push(Expr::Seq(vec![r.clone(), Expr::Rule(ids[s as usize])]));
+                alts.push(Expr::Seq(vec![r.clone(), id(s, c2)]));
             }
             for (i, m) in parts.members.iter().enumerate() {
                 if parts.states.stays(i) {
                     continue;
                 }
                 if let Some(t) = parts.states.next(s, i) {
-                    alts.push(Expr::Seq(vec![m.clone(), Expr::Rule(ids[t as usize])]));
+                    alts.push(Expr::Seq(vec![m.clone(), id(t, c2)]));
                 }
             }
             alts
         };
-        for s in 0..parts.states.len() {
-            let mut alts = Vec::new();
-            if parts.states.accepting(s) {
-                alts.push(Expr::Empty);
+        for s in 0..states as u32 {
+            for c in 0..width as u32 {
+                let mut alts = Vec::new();
+                if parts.states.accepting(s) && counter.done(c) {
+                    alts.push(Expr::Empty);
+                }
+                let next = choice(moves(s, c));
+                if !is_never(&next) {
+                    // One comma for all members: written before each alternative, it was a
+                    // copy per member that the automaton builder merged again.
+                    alts.push(Expr::Seq(vec![comma.clone(), next]));
+                }
+                self.define(ids[s as usize * width + c as usize], choice(alts));
             }
-            let next = choice(moves(s));
-            if !is_never(&next) {
-                // One comma for all members: written before each alternative, it was a
-                // copy per member that the automaton builder merged again.
-                alts.push(Expr::Seq(vec![comma.clone(), next]));
-            }
-            self.define(ids[s as usize], choice(alts));
         }
-        choice(moves(0))
+        choice(moves(0, 0))
     }
 }

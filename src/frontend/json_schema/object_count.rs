@@ -1,17 +1,16 @@
 //! `minProperties`/`maxProperties` when optional or additional properties make the member
 //! count vary: the member automaton of `object.rs` times a [`Counter`] of members written.
 //!
-//! Declared order: states (`first(i)` / `after(i)`, count) — `first(i)` is "no comma before
-//! the next member", `after(i)` is "declared property `i` may come next"; any order: states
-//! (set of properties written, count). Each state is one rule, so the size is polynomial:
-//! 2·(n+1)·(cap+1) rules in declared order, 2^k·(cap+1) in any order, and the caller reports
-//! a relaxation beyond [`MAX_COUNTED_STATES`]. Every member counts, additional ones included;
-//! in any order, where a key may repeat (`any_order.rs`), each occurrence counts (a duplicate
-//! key is already outside the exact language there).
+//! Declared order (here): states (`first(i)` / `after(i)`, count) — `first(i)` is "no comma
+//! before the next member", `after(i)` is "declared property `i` may come next"; any order
+//! (`any_order.rs`): states (state of the member automaton, count). Each state is one rule, so
+//! the size is polynomial: 2·(n+1)·(cap+1) rules in declared order, states·(cap+1) in any
+//! order, and the caller reports a relaxation beyond [`MAX_COUNTED_STATES`]. Every member
+//! counts, additional ones included; in any order, where a key may repeat, each occurrence
+//! counts (a duplicate key is already outside the exact language there).
 
-use super::any_order::AnyOrderParts;
 use super::counter::Counter;
-use super::lower::{choice, is_never, Lowerer};
+use super::lower::{choice, Lowerer};
 use super::object::Prop;
 use super::SchemaError;
 use crate::grammar::{Expr, RuleId};
@@ -79,54 +78,5 @@ impl Lowerer<'_> {
             }
         }
         Ok(Some(id(0, 0, 0)))
-    }
-
-    /// Members in any order with their count in `counter` (`None`: too many states): the
-    /// states of [`AnyOrderParts::states`] times the count.
-    pub(super) fn any_order_counted(
-        &mut self,
-        parts: &AnyOrderParts,
-        level: u32,
-        counter: Counter,
-    ) -> Result<Option<Expr>, SchemaError> {
-        let width = counter.cap() as usize + 1;
-        let states = parts.states.len() as usize;
-        if states * width > MAX_COUNTED_STATES || states * width > self.rules_left() {
-            return Ok(None);
-        }
-        let comma = self.layout.comma(level);
-        let ids: Vec<RuleId> = (0..states * width).map(|_| self.new_rule("anyorder")).collect();
-        let id = |s: u32, c: u32| Expr::Rule(ids[s as usize * width + c as usize]);
-        // The members that may come in (s, c) (after a comma, except first).
-        let moves = |s: u32, c: u32| -> Vec<Expr> {
-            let mut alts = Vec::new();
-            let Some(c2) = counter.step(c) else { return alts };
-            if let Some(r) = &parts.repeatable {
-                alts.push(Expr::Seq(vec![r.clone(), id(s, c2)]));
-            }
-            for (i, m) in parts.members.iter().enumerate() {
-                if parts.states.stays(i) {
-                    continue;
-                }
-                if let Some(t) = parts.states.next(s, i) {
-                    alts.push(Expr::Seq(vec![m.clone(), id(t, c2)]));
-                }
-            }
-            alts
-        };
-        for s in 0..states as u32 {
-            for c in 0..width as u32 {
-                let mut alts = Vec::new();
-                if parts.states.accepting(s) && counter.done(c) {
-                    alts.push(Expr::Empty);
-                }
-                let next = choice(moves(s, c));
-                if !is_never(&next) {
-                    alts.push(Expr::Seq(vec![comma.clone(), next]));
-                }
-                self.define(ids[s as usize * width + c as usize], choice(alts));
-            }
-        }
-        Ok(Some(choice(moves(0, 0))))
     }
 }

@@ -19,6 +19,9 @@ use super::SchemaError;
 use crate::frontend::regex::{Anchoring, Regex};
 use crate::grammar::{CharClass, Expr, MAX_CODE_POINT};
 
+/// The code points a JSON string holds raw: not `"`, `\` or a control character.
+const RAW: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_CODE_POINT)];
+
 fn intersect(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     for &(alo, ahi) in a {
@@ -102,7 +105,7 @@ pub(super) fn json_char(class: &CharClass) -> Expr {
     if r == [(0, MAX_CODE_POINT)] {
         return any_json_char();
     }
-    let raw = intersect(&r, &[(0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_CODE_POINT)]);
+    let raw = intersect(&r, &RAW);
     let mut alts = Vec::new();
     if !raw.is_empty() {
         alts.push(Expr::class(raw, false));
@@ -275,20 +278,28 @@ fn not_in(words: &[Vec<char>], depth: usize, tail: &Expr, escape_tail: &Expr) ->
     choice(alts)
 }
 
-/// The characters written raw in a JSON string (not `"`, `\` or a control character)
-/// except `chars` (sorted, plain).
+/// The code points of [`RAW`] except `chars` (sorted).
 fn raw_except(chars: &[char]) -> Vec<(u32, u32)> {
-    let mut out = Vec::with_capacity(chars.len() + 3);
-    let mut from = 0x20;
-    let mut holes: Vec<u32> = chars.iter().map(|&c| c as u32).chain([0x22, 0x5C]).collect();
-    holes.sort_unstable();
-    for hole in holes {
-        if hole > from {
-            out.push((from, hole - 1));
+    let mut out = Vec::with_capacity(RAW.len() + chars.len());
+    let mut holes = chars.iter().map(|&c| c as u32).peekable();
+    for &(lo, hi) in &RAW {
+        let mut from = lo;
+        while let Some(&hole) = holes.peek() {
+            if hole > hi {
+                break;
+            }
+            if hole >= from {
+                if hole > from {
+                    out.push((from, hole - 1));
+                }
+                from = hole + 1;
+            }
+            holes.next();
         }
-        from = from.max(hole + 1);
+        if from <= hi {
+            out.push((from, hi));
+        }
     }
-    out.push((from, MAX_CODE_POINT));
     out
 }
 
@@ -413,6 +424,14 @@ mod tests {
 
     fn quoted(e: &Expr) -> Expr {
         Expr::Seq(vec![Expr::literal("\""), e.clone(), Expr::literal("\"")])
+    }
+
+    #[test]
+    fn raw_except_is_the_raw_characters_outside_the_set() {
+        for chars in [&[][..], &['a'], &[' ', '!', '#'], &['A', 'Z', '[', ']', 'a', '~'], &['!', '#', '[', ']']] {
+            let set = CharClass::new(chars.iter().map(|&c| (c as u32, c as u32)), true);
+            assert_eq!(raw_except(chars), intersect(&set.resolved_ranges(), &RAW), "{chars:?}");
+        }
     }
 
     #[test]
