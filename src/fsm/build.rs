@@ -101,6 +101,52 @@ struct Builder<'a> {
     classes: ClassLowering,
     /// The Thompson automaton of the rule being built (buffers kept between rules).
     nfa: Nfa,
+    /// The rule ids the finished automata reference (see [`RuleAutomata`]).
+    rule_ids: Vec<u32>,
+    /// Scratch of [`localize_rules`], indexed by rule id.
+    local_of: Vec<u32>,
+}
+
+/// The finished automaton of every rule, with *local* rule labels: `Rule(i)` in rule `r`'s
+/// automaton means rule `ids[ranges[r].0 + i]`. Local labels let one automaton serve every
+/// rule with the same structure, whatever ids the rules it references have (the
+/// [`RuleFsmCache`] shares automata across grammars); [`freeze`] writes the global ids.
+struct RuleAutomata {
+    fsms: Vec<Arc<Fsm>>,
+    ids: Vec<u32>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl RuleAutomata {
+    /// The rule that local label `local` of rule `r`'s automaton references.
+    #[inline]
+    fn global(&self, r: usize, local: u32) -> u32 {
+        self.ids[(self.ranges[r].0 + local) as usize]
+    }
+}
+
+/// Renumbers the rule labels among `labels` by first appearance (`Rule(17)`, `Rule(4)`,
+/// `Rule(17)` → `Rule(0)`, `Rule(1)`, `Rule(0)`) and appends the original ids in that order to
+/// `ids`. `local_of` is scratch indexed by rule id; it is left as it was found (all unset).
+fn localize_rules<'l>(labels: impl Iterator<Item = &'l mut Label>, local_of: &mut Vec<u32>, ids: &mut Vec<u32>) {
+    const UNSET: u32 = u32::MAX;
+    let base = ids.len();
+    for label in labels {
+        if let Label::Rule(r) = label {
+            let g = *r as usize;
+            if local_of.len() <= g {
+                local_of.resize(g + 1, UNSET);
+            }
+            if local_of[g] == UNSET {
+                local_of[g] = (ids.len() - base) as u32;
+                ids.push(*r);
+            }
+            *r = local_of[g];
+        }
+    }
+    for &r in &ids[base..] {
+        local_of[r as usize] = UNSET;
+    }
 }
 
 /// Builds the automata of every rule of `grammar`.
@@ -142,14 +188,18 @@ pub fn build_grammar_fsm_cached(
         free_depth: Vec::new(),
         classes: ClassLowering::default(),
         nfa: Nfa::default(),
+        rule_ids: Vec::new(),
+        local_of: Vec::new(),
     };
     let root = grammar.root().index() as u32;
     b.need(root);
     let mut built: Vec<Option<Arc<Fsm>>> = vec![None; n];
+    let mut ranges: Vec<(u32, u32)> = vec![(0, 0); n];
     while let Some(r) = b.queue.pop() {
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
         b.inline_stack = outer;
         b.inline_stack.push(r);
+        let first_id = b.rule_ids.len() as u32;
         let mut fsm = b.rule_fsm(&body, r)?;
         b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
@@ -165,10 +215,13 @@ pub fn build_grammar_fsm_cached(
         }
         if built.len() <= r as usize {
             built.resize(r as usize + 1, None);
+            ranges.resize(r as usize + 1, (0, 0));
         }
         built[r as usize] = Some(fsm);
+        ranges[r as usize] = (first_id, b.rule_ids.len() as u32);
     }
     built.resize(b.names.len(), None);
+    ranges.resize(b.names.len(), (0, 0));
     // Rules nothing references (all their uses were inlined) keep their ids with an empty,
     // unreachable automaton.
     let fsms: Vec<Arc<Fsm>> = built
@@ -181,7 +234,8 @@ pub fn build_grammar_fsm_cached(
             })
         })
         .collect();
-    let nullable = nullable_rules(&fsms, &b.kinds);
+    let automata = RuleAutomata { fsms, ids: b.rule_ids, ranges };
+    let nullable = nullable_rules(&automata, &b.kinds);
     // Empty iterations never count, so a counted repetition of a nullable body needs no minimum.
     for (r, kind) in b.kinds.iter_mut().enumerate() {
         if let RuleKind::Counted { min, .. } = kind {
@@ -190,11 +244,11 @@ pub fn build_grammar_fsm_cached(
             }
         }
     }
-    let mut g = freeze(&fsms, b.names, b.kinds, nullable, root);
+    let mut g = freeze(&automata, b.names, b.kinds, nullable, root);
     for (r, depths) in b.free_depth.into_iter().enumerate() {
         if !depths.is_empty() {
             // The rule's states are numbered from `start - fsm.start` in the frozen automaton.
-            g.free_text.push((g.rules[r].start - fsms[r].start, depths.into_boxed_slice()));
+            g.free_text.push((g.rules[r].start - automata.fsms[r].start, depths.into_boxed_slice()));
         }
     }
     Ok(g)
@@ -245,6 +299,7 @@ impl Builder<'_> {
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
         nfa.finals[end as usize] = true;
+        localize_rules(nfa.edges.iter_mut().map(|(_, l, _)| l), &mut self.local_of, &mut self.rule_ids);
         let (max_states, max_work) = (self.limits.max_dfa_states, self.limits.max_dfa_work);
         let built = match self.error.take() {
             Some(e) => Err(e),
@@ -275,7 +330,8 @@ impl Builder<'_> {
                 _ => self.synthetic_rule(format!("{}$tag{i}", self.names[rule as usize]), body),
             })
             .collect();
-        let d = tag_dispatch::dispatch_fsm(t, &bodies, &self.names[rule as usize])?;
+        let mut d = tag_dispatch::dispatch_fsm(t, &bodies, &self.names[rule as usize])?;
+        localize_rules(d.fsm.edges.iter_mut().flatten().map(|(l, _)| l), &mut self.local_of, &mut self.rule_ids);
         if self.free_depth.len() <= rule as usize {
             self.free_depth.resize(rule as usize + 1, Vec::new());
         }
@@ -628,7 +684,8 @@ fn estimate_states(e: &Expr) -> usize {
 
 /// Which rules match the empty string: a fixpoint over "start reaches a final state through
 /// references to nullable rules".
-fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
+fn nullable_rules(automata: &RuleAutomata, kinds: &[RuleKind]) -> Vec<bool> {
+    let fsms = &automata.fsms;
     let mut nullable = vec![false; fsms.len()];
     // One search's buffers for every rule and round (a grammar has thousands of rules).
     let mut seen: Vec<bool> = Vec::new();
@@ -656,7 +713,7 @@ fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
                         }
                         for &(l, t) in &fsm.edges[s as usize] {
                             if let Label::Rule(x) = l {
-                                if nullable[x as usize] && !seen[t as usize] {
+                                if nullable[automata.global(r, x) as usize] && !seen[t as usize] {
                                     seen[t as usize] = true;
                                     stack.push(t);
                                 }
@@ -677,17 +734,32 @@ fn nullable_rules(fsms: &[Arc<Fsm>], kinds: &[RuleKind]) -> Vec<bool> {
     }
 }
 
-fn freeze(fsms: &[Arc<Fsm>], names: Vec<String>, kinds: Vec<RuleKind>, nullable: Vec<bool>, root: u32) -> GrammarFsm {
+fn freeze(
+    automata: &RuleAutomata,
+    names: Vec<String>,
+    kinds: Vec<RuleKind>,
+    nullable: Vec<bool>,
+    root: u32,
+) -> GrammarFsm {
+    let fsms = &automata.fsms;
     let total: usize = fsms.iter().map(|f| f.state_len()).sum();
+    let (mut byte_total, mut rule_total) = (0, 0);
+    for fsm in fsms {
+        for out in &fsm.edges {
+            let rules = out.iter().filter(|(l, _)| matches!(l, Label::Rule(_))).count();
+            rule_total += rules;
+            byte_total += out.len() - rules;
+        }
+    }
     let mut g = GrammarFsm {
         rules: Vec::with_capacity(fsms.len()),
         root,
         state_rule: Vec::with_capacity(total),
         finals: Vec::with_capacity(total),
         byte_offsets: Vec::with_capacity(total + 1),
-        byte_edges: Vec::new(),
+        byte_edges: Vec::with_capacity(byte_total),
         rule_offsets: Vec::with_capacity(total + 1),
-        rule_edges: Vec::new(),
+        rule_edges: Vec::with_capacity(rule_total),
         token_sets: Vec::new(),
         free_text: Vec::new(),
     };
@@ -695,13 +767,8 @@ fn freeze(fsms: &[Arc<Fsm>], names: Vec<String>, kinds: Vec<RuleKind>, nullable:
     // Per-state scratch, reused (one allocation per state was a visible cost).
     let mut bytes: Vec<ByteEdge> = Vec::new();
     let mut rules: Vec<RuleEdge> = Vec::new();
-    for (r, fsm) in fsms.iter().enumerate() {
-        g.rules.push(FsmRule {
-            name: names[r].clone(),
-            start: base + fsm.start,
-            kind: kinds[r],
-            nullable: nullable[r],
-        });
+    for (r, (fsm, name)) in fsms.iter().zip(names).enumerate() {
+        g.rules.push(FsmRule { name, start: base + fsm.start, kind: kinds[r], nullable: nullable[r] });
         for s in 0..fsm.state_len() {
             g.state_rule.push(r as u32);
             g.finals.push(fsm.finals[s]);
@@ -712,7 +779,7 @@ fn freeze(fsms: &[Arc<Fsm>], names: Vec<String>, kinds: Vec<RuleKind>, nullable:
             for &(l, t) in &fsm.edges[s] {
                 match l {
                     Label::Bytes(lo, hi) => bytes.push(ByteEdge { lo, hi, target: base + t }),
-                    Label::Rule(x) => rules.push(RuleEdge { rule: x, target: base + t }),
+                    Label::Rule(x) => rules.push(RuleEdge { rule: automata.global(r, x), target: base + t }),
                     Label::Epsilon => unreachable!("frozen automata have no epsilon edges"),
                 }
             }
@@ -838,6 +905,19 @@ mod tests {
 
     fn words(max_len: usize) -> Vec<Vec<Sym>> {
         crate::fsm::all_words(&[Sym::Byte(b'a'), Sym::Byte(b'b'), Sym::Byte(b'c'), Sym::One], max_len)
+    }
+
+    #[test]
+    fn rule_labels_are_numbered_by_first_appearance() {
+        let mut labels =
+            vec![Label::Rule(17), Label::Bytes(b'a', b'z'), Label::Rule(4), Label::Rule(17), Label::Epsilon];
+        let (mut local_of, mut ids) = (vec![u32::MAX; 3], vec![99]);
+        localize_rules(labels.iter_mut(), &mut local_of, &mut ids);
+        assert_eq!(labels, [Label::Rule(0), Label::Bytes(b'a', b'z'), Label::Rule(1), Label::Rule(0), Label::Epsilon]);
+        assert_eq!(ids, [99, 17, 4], "appended after what was there");
+        assert!(local_of.iter().all(|&l| l == u32::MAX), "the scratch is left unset");
+        let automata = RuleAutomata { fsms: Vec::new(), ids, ranges: vec![(1, 3)] };
+        assert_eq!((automata.global(0, 0), automata.global(0, 1)), (17, 4));
     }
 
     proptest! {

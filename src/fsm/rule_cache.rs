@@ -5,14 +5,14 @@
 //! # Key
 //!
 //! Thompson construction is cheap and deterministic; epsilon removal, subset construction and
-//! minimization are what cost. So the key is the *Thompson automaton itself*, hashed after the
-//! rule references it contains are renumbered by first appearance (`Rule(17)`, `Rule(4)` →
-//! local `0`, `1`): two rules whose automata differ only in the ids of the rules they
-//! reference — the same tool schema in two requests — get the same key. The key also covers the
-//! limits that change the result (the subset-construction budgets). The cached automaton keeps
-//! its first builder's rule ids; a user whose ids differ gets a relabelled copy, one with the
-//! same ids (a rule repeated within one grammar) shares it. Either way a hit returns exactly
-//! what the pipeline would have produced (construction is a function of the automaton alone).
+//! minimization are what cost. So the key is the *Thompson automaton itself*, whose rule
+//! references the builder has already renumbered by first appearance (`Rule(17)`, `Rule(4)` →
+//! local `0`, `1`; see `fsm::build`): two rules whose automata differ only in the ids of the
+//! rules they reference — the same tool schema in two requests — get the same key and share
+//! one finished automaton, which keeps the local labels (each builder maps them back to its
+//! own ids when it freezes the grammar). The key also covers the limits that change the result
+//! (the subset-construction budgets). A hit returns exactly what the pipeline would have
+//! produced (construction is a function of the automaton alone).
 //!
 //! The key is a 128-bit xxh3 of a full encoding of the automaton (states, finality, every edge),
 //! so a collision would need two different automata to collide on 128 bits.
@@ -30,7 +30,6 @@ use parking_lot::Mutex;
 
 use super::nfa::Nfa;
 use super::{Fsm, Label};
-use crate::util::hash::FastMap;
 
 /// Counters of a [`RuleFsmCache`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,14 +61,8 @@ struct Inner {
     stats: RuleFsmCacheStats,
 }
 
-/// A finished automaton as its first builder labelled it, with that builder's rule ids in
-/// first-appearance order: a later user with the same ids shares it as is, another one gets a
-/// relabelled copy.
-#[derive(Debug, Clone)]
-struct Entry {
-    fsm: Arc<Fsm>,
-    globals: Arc<[u32]>,
-}
+/// A finished automaton, its rule labels local (see the module docs).
+type Entry = Arc<Fsm>;
 
 // A panic while the lock is held cannot leave a half-updated entry behind: entries are whole
 // `Arc`s inserted by one `put`, and the counters are only advisory.
@@ -90,22 +83,16 @@ impl RuleFsmCache {
         self.inner.lock().stats
     }
 
-    /// The finished automaton of the Thompson automaton `nfa`, from the cache or from `build`
-    /// (which runs without the lock). `salt` covers the build options that change the result.
+    /// The finished automaton of the Thompson automaton `nfa` (rule labels local, see the
+    /// module docs), from the cache or from `build` (which runs without the lock). `salt`
+    /// covers the build options that change the result.
     pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> Fsm) -> Arc<Fsm> {
-        let (key, globals) = canonical_key(nfa, salt);
-        let cached = self.inner.lock().lookup(&key);
-        if let Some(entry) = cached {
-            if *entry.globals == *globals {
-                return entry.fsm;
-            }
-            // Local `i` was `entry.globals[i]` there and is `globals[i]` here.
-            let to_here: FastMap<u32, u32> = entry.globals.iter().copied().zip(globals.iter().copied()).collect();
-            return Arc::new(relabel(&entry.fsm, |r| to_here[&r]));
+        let key = key(nfa, salt);
+        if let Some(fsm) = self.inner.lock().lookup(&key) {
+            return fsm;
         }
         let built = Arc::new(build(nfa));
-        let entry = Entry { fsm: Arc::clone(&built), globals: globals.into() };
-        self.inner.lock().insert(key, entry, self.max_states);
+        self.inner.lock().insert(key, Arc::clone(&built), self.max_states);
         built
     }
 }
@@ -122,32 +109,29 @@ impl Inner {
     }
 
     fn insert(&mut self, key: u128, entry: Entry, max_states: usize) {
-        let states = entry.fsm.state_len();
+        let states = entry.state_len();
         if states > max_states {
             return;
         }
         if let Some(old) = self.map.put(key, entry) {
-            self.stats.states -= old.fsm.state_len();
+            self.stats.states -= old.state_len();
             self.stats.entries -= 1;
         }
         self.stats.states += states;
         self.stats.entries += 1;
         while self.stats.states > max_states {
             let Some((_, old)) = self.map.pop_lru() else { break };
-            self.stats.states -= old.fsm.state_len();
+            self.stats.states -= old.state_len();
             self.stats.entries -= 1;
             self.stats.evictions += 1;
         }
     }
 }
 
-/// The 128-bit key of `nfa` with rule labels renumbered by first appearance, and the rule ids in
-/// that order (local `i` is global `globals[i]`). Thompson construction is deterministic, so the
-/// same rule gives the same states and the same edge order.
-fn canonical_key(nfa: &Nfa, salt: &[u64]) -> (u128, Vec<u32>) {
-    let mut globals: Vec<u32> = Vec::new();
-    let mut local_of: FastMap<u32, u32> = FastMap::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(16 + 8 * salt.len() + nfa.state_len() + 13 * nfa.edges.len());
+/// The 128-bit key of `nfa` (whose rule labels are local) and `salt`. Thompson construction is
+/// deterministic, so the same rule gives the same states and the same edge order.
+fn key(nfa: &Nfa, salt: &[u64]) -> u128 {
+    let mut buf: Vec<u8> = Vec::with_capacity(8 + 8 * salt.len() + nfa.state_len() + 13 * nfa.edges.len());
     for &s in salt {
         buf.extend_from_slice(&s.to_le_bytes());
     }
@@ -155,40 +139,21 @@ fn canonical_key(nfa: &Nfa, salt: &[u64]) -> (u128, Vec<u32>) {
     buf.extend_from_slice(&nfa.start.to_le_bytes());
     buf.extend(nfa.finals.iter().map(|&f| f as u8));
     for &(from, label, to) in &nfa.edges {
-        buf.extend_from_slice(&from.to_le_bytes());
+        // One fixed-size write per edge: from, a tag and up to 4 bytes of label, to.
+        let mut word = [0u8; 13];
+        word[..4].copy_from_slice(&from.to_le_bytes());
         match label {
-            Label::Bytes(lo, hi) => buf.extend_from_slice(&[0, lo, hi, 0, 0]),
+            Label::Bytes(lo, hi) => word[5..7].copy_from_slice(&[lo, hi]),
             Label::Rule(r) => {
-                let next = globals.len() as u32;
-                let local = *local_of.entry(r).or_insert_with(|| {
-                    globals.push(r);
-                    next
-                });
-                buf.push(1);
-                buf.extend_from_slice(&local.to_le_bytes());
+                word[4] = 1;
+                word[5..9].copy_from_slice(&r.to_le_bytes());
             }
-            Label::Epsilon => buf.extend_from_slice(&[2, 0, 0, 0, 0]),
+            Label::Epsilon => word[4] = 2,
         }
-        buf.extend_from_slice(&to.to_le_bytes());
+        word[9..].copy_from_slice(&to.to_le_bytes());
+        buf.extend_from_slice(&word);
     }
-    (xxhash_rust::xxh3::xxh3_128(&buf), globals)
-}
-
-/// `fsm` with every rule label `r` replaced by `map(r)`.
-fn relabel(fsm: &Fsm, map: impl Fn(u32) -> u32) -> Fsm {
-    let edges = fsm
-        .edges
-        .iter()
-        .map(|out| {
-            out.iter()
-                .map(|&(l, t)| match l {
-                    Label::Rule(r) => (Label::Rule(map(r)), t),
-                    other => (other, t),
-                })
-                .collect()
-        })
-        .collect();
-    Fsm { edges, finals: fsm.finals.clone(), start: fsm.start }
+    xxhash_rust::xxh3::xxh3_128(&buf)
 }
 
 #[cfg(test)]
@@ -223,14 +188,15 @@ mod tests {
     }
 
     #[test]
-    fn renamed_references_share_one_entry_and_come_back_relabelled() {
+    fn the_same_structure_shares_one_entry() {
         let cache = RuleFsmCache::new(1_000);
-        let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(3), Label::Rule(7)]);
-        let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(40), Label::Rule(2), Label::Rule(40)]);
+        // What two grammars' builders hand in for rules referencing (7, 3, 7) and (40, 2, 40):
+        // labels renumbered by first appearance.
+        let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(0), Label::Rule(1), Label::Rule(0)]);
         let built_a = cache.get_or_build(&a, &[1], as_fsm);
-        let built_b = cache.get_or_build(&b, &[1], |_| panic!("the second grammar's rule is a hit"));
+        let built_b = cache.get_or_build(&a.clone(), &[1], |_| panic!("the second grammar's rule is a hit"));
+        assert!(Arc::ptr_eq(&built_a, &built_b));
         assert_eq!(built_a.edges, as_fsm(&a).edges);
-        assert_eq!(built_b.edges, as_fsm(&b).edges, "a hit is relabelled to the caller's rule ids");
         let s = cache.stats();
         assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
     }
@@ -238,9 +204,9 @@ mod tests {
     #[test]
     fn different_structure_or_salt_is_a_miss() {
         let cache = RuleFsmCache::new(1_000);
-        let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(3)]);
-        // Same labels, but the two references are the same rule: another structure.
-        let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(7), Label::Rule(7)]);
+        let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(0), Label::Rule(1)]);
+        // The two references are the same rule: another structure.
+        let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(0), Label::Rule(0)]);
         cache.get_or_build(&a, &[1], as_fsm);
         cache.get_or_build(&b, &[1], as_fsm);
         cache.get_or_build(&a, &[2], as_fsm);
