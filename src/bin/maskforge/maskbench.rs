@@ -133,6 +133,12 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
     };
     line("TTFM", &s.ttfm_us);
     line("TBM ", &s.tbm_us);
+    // The compile-time caches carry over from file to file, as in a server: how much they served.
+    let (rules, fragments) = (compiler.rule_fsm_cache_stats(), compiler.schema_fragment_stats());
+    println!(
+        "caches: rule automata {} hits / {} built ({} states kept); schema fragments {} hits / {} lowered",
+        rules.hits, rules.misses, rules.states, fragments.hits, fragments.misses
+    );
     if let Some(p) = &args.summary_json {
         let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
         std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
