@@ -13,37 +13,29 @@ use crate::util::byteset::ByteSet;
 
 /// For each rule of a [`GrammarFsm`], the set of bytes that may follow it.
 pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
-    let n_states = fsm.state_len();
-    let (mut first, mut endable) = byte_first(fsm);
+    let active = active_states(fsm);
+    let mut sets = StateSets::new(fsm, &active);
     // Only states with rule edges or an iteration end can change below (the others keep what
     // their byte edges give). A worklist over those: a state is recomputed when a state it
     // reads changed (rounds over every state took as many rounds as the grammar is deep).
-    let active = active_states(fsm);
-    // readers[x]: the active states whose sets read state x's.
-    let mut readers: Vec<Vec<StateId>> = vec![Vec::new(); n_states];
+    // readers[slot of x]: the active states whose sets read state x's.
+    let mut readers: Vec<Vec<StateId>> = vec![Vec::new(); sets.len()];
     for &s in &active {
-        for e in fsm.rule_edges(s) {
-            let callee = &fsm.rules()[e.rule as usize];
-            readers[callee.start as usize].push(s);
-            if callee.nullable {
-                readers[e.target as usize].push(s);
-            }
-        }
-        if let Some(start) = loops_to(fsm, s) {
-            readers[start as usize].push(s);
+        for x in reads(fsm, s) {
+            readers[sets.slot(x)].push(s);
         }
     }
-    let mut queued = vec![false; n_states];
+    let mut queued = vec![false; sets.len()];
     let mut work: Vec<StateId> = active.clone();
     for &s in &active {
-        queued[s as usize] = true;
+        queued[sets.slot(s)] = true;
     }
     while let Some(s) = work.pop() {
-        queued[s as usize] = false;
-        if update(fsm, s, &mut first, &mut endable) {
-            for &r in &readers[s as usize] {
-                if !queued[r as usize] {
-                    queued[r as usize] = true;
+        queued[sets.slot(s)] = false;
+        if update(fsm, s, &mut sets) {
+            for &r in &readers[sets.slot(s)] {
+                if !queued[sets.slot(r)] {
+                    queued[sets.slot(r)] = true;
                     work.push(r);
                 }
             }
@@ -53,7 +45,7 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
     // first part once, the second by a worklist over the rules whose follow set grew.
     let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
     let mut ending_calls: Vec<Vec<usize>> = vec![Vec::new(); fsm.rules().len()];
-    for (parent, callee, after, may_end) in calls(fsm, &active, &first, &endable) {
+    for (parent, callee, after, may_end) in calls(fsm, &active, &sets) {
         follow[callee].union_with(&after);
         if may_end {
             ending_calls[parent].push(callee);
@@ -74,6 +66,77 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
     follow
 }
 
+/// Per tracked state, the bytes that can come next from it before its rule ends (`first`) and
+/// whether its rule may end there (`endable`). Only the states the fixpoint reads or writes are
+/// tracked: active states, rule starts and the targets of rule edges. Most states of a schema
+/// grammar (key tries, literals) are none of these, and sets for every state cost more than
+/// the fixpoint itself.
+struct StateSets {
+    /// Per state, its index into `first` / `endable`, or `UNTRACKED`.
+    slots: Vec<u32>,
+    first: Vec<ByteSet>,
+    endable: Vec<bool>,
+}
+
+const UNTRACKED: u32 = u32::MAX;
+
+impl StateSets {
+    /// The tracked states' sets where the fixpoint starts: their own byte edges, and whether
+    /// their rule may end there.
+    fn new(fsm: &GrammarFsm, active: &[StateId]) -> Self {
+        let mut sets = StateSets { slots: vec![UNTRACKED; fsm.state_len()], first: Vec::new(), endable: Vec::new() };
+        for r in fsm.rules() {
+            sets.track(fsm, r.start);
+        }
+        for &s in active {
+            sets.track(fsm, s);
+            for e in fsm.rule_edges(s) {
+                sets.track(fsm, e.target);
+            }
+        }
+        sets
+    }
+
+    fn track(&mut self, fsm: &GrammarFsm, s: StateId) {
+        if self.slots[s as usize] != UNTRACKED {
+            return;
+        }
+        self.slots[s as usize] = self.first.len() as u32;
+        let mut first = ByteSet::EMPTY;
+        for e in fsm.byte_edges(s) {
+            first.insert_range(e.lo, e.hi);
+        }
+        let r = &fsm.rules()[fsm.rule_of(s) as usize];
+        self.first.push(first);
+        self.endable.push(match r.kind {
+            RuleKind::Plain => fsm.is_final(s),
+            // Out of context any count is possible, so any iteration end may end the rule.
+            RuleKind::Counted { .. } => s == r.start || fsm.is_final(s),
+        });
+    }
+
+    fn len(&self) -> usize {
+        self.first.len()
+    }
+
+    /// The slot of a tracked state.
+    #[inline]
+    fn slot(&self, s: StateId) -> usize {
+        debug_assert_ne!(self.slots[s as usize], UNTRACKED, "state {s} is read but not tracked");
+        self.slots[s as usize] as usize
+    }
+
+    #[inline]
+    fn first(&self, s: StateId) -> ByteSet {
+        self.first[self.slot(s)]
+    }
+
+    #[inline]
+    fn endable(&self, s: StateId) -> bool {
+        self.endable[self.slot(s)]
+    }
+}
+
 /// The start of a counted rule, for a state that may end an iteration of it (the next
 /// iteration reads on from there).
 fn loops_to(fsm: &GrammarFsm, s: StateId) -> Option<StateId> {
@@ -84,68 +147,55 @@ fn loops_to(fsm: &GrammarFsm, s: StateId) -> Option<StateId> {
     }
 }
 
-/// Per state, the bytes of its own byte edges (`first`) and whether its rule may end there
-/// (`endable`): where the fixpoint starts.
-fn byte_first(fsm: &GrammarFsm) -> (Vec<ByteSet>, Vec<bool>) {
-    let n_states = fsm.state_len();
-    let mut first = vec![ByteSet::EMPTY; n_states];
-    let mut endable = vec![false; n_states];
-    for s in 0..n_states as StateId {
-        for e in fsm.byte_edges(s) {
-            first[s as usize].insert_range(e.lo, e.hi);
-        }
-        let r = &fsm.rules()[fsm.rule_of(s) as usize];
-        endable[s as usize] = match r.kind {
-            RuleKind::Plain => fsm.is_final(s),
-            // Out of context any count is possible, so any iteration end may end the rule.
-            RuleKind::Counted { .. } => s == r.start || fsm.is_final(s),
-        };
-    }
-    (first, endable)
-}
-
 /// The states whose sets can grow beyond their byte edges: with rule edges or an iteration end.
 fn active_states(fsm: &GrammarFsm) -> Vec<StateId> {
     (0..fsm.state_len() as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(fsm, s).is_some()).collect()
 }
 
+/// The states whose sets active state `s`'s sets are computed from (see [`update`]).
+fn reads(fsm: &GrammarFsm, s: StateId) -> impl Iterator<Item = StateId> + '_ {
+    fsm.rule_edges(s)
+        .iter()
+        .flat_map(move |e| {
+            let callee = &fsm.rules()[e.rule as usize];
+            [Some(callee.start), callee.nullable.then_some(e.target)]
+        })
+        .chain([loops_to(fsm, s)])
+        .flatten()
+}
+
 /// Recomputes state `s`'s sets from the states it reads; whether they changed.
-fn update(fsm: &GrammarFsm, s: StateId, first: &mut [ByteSet], endable: &mut [bool]) -> bool {
-    let mut f = first[s as usize];
-    let mut end = endable[s as usize];
+fn update(fsm: &GrammarFsm, s: StateId, sets: &mut StateSets) -> bool {
+    let mut f = sets.first(s);
+    let mut end = sets.endable(s);
     for e in fsm.rule_edges(s) {
         let callee = &fsm.rules()[e.rule as usize];
-        f.union_with(&first[callee.start as usize].clone());
+        f.union_with(&sets.first(callee.start));
         if callee.nullable {
-            f.union_with(&first[e.target as usize].clone());
-            end |= endable[e.target as usize];
+            f.union_with(&sets.first(e.target));
+            end |= sets.endable(e.target);
         }
     }
     if let Some(start) = loops_to(fsm, s) {
-        f.union_with(&first[start as usize].clone());
+        f.union_with(&sets.first(start));
     }
-    let changed = f != first[s as usize] || end != endable[s as usize];
-    first[s as usize] = f;
-    endable[s as usize] = end;
+    let slot = sets.slot(s);
+    let changed = f != sets.first[slot] || end != sets.endable[slot];
+    sets.first[slot] = f;
+    sets.endable[slot] = end;
     changed
 }
 
 /// Every rule edge once, with what follows it: (caller, callee, bytes after, may end after).
-fn calls(
-    fsm: &GrammarFsm,
-    active: &[StateId],
-    first: &[ByteSet],
-    endable: &[bool],
-) -> Vec<(usize, usize, ByteSet, bool)> {
-    active
-        .iter()
-        .flat_map(|&s| {
-            let parent = fsm.rule_of(s) as usize;
-            fsm.rule_edges(s)
-                .iter()
-                .map(move |e| (parent, e.rule as usize, first[e.target as usize], endable[e.target as usize]))
-        })
-        .collect()
+fn calls<'a>(
+    fsm: &'a GrammarFsm,
+    active: &'a [StateId],
+    sets: &'a StateSets,
+) -> impl Iterator<Item = (usize, usize, ByteSet, bool)> + 'a {
+    active.iter().flat_map(move |&s| {
+        let parent = fsm.rule_of(s) as usize;
+        fsm.rule_edges(s).iter().map(move |e| (parent, e.rule as usize, sets.first(e.target), sets.endable(e.target)))
+    })
 }
 
 #[cfg(test)]
@@ -156,18 +206,18 @@ mod tests {
     /// The previous order of evaluation (rounds over every active state until nothing
     /// changes), as the reference: the worklists must reach the same least fixpoint.
     fn follow_sets_by_rounds(fsm: &GrammarFsm) -> Vec<ByteSet> {
-        let (mut first, mut endable) = byte_first(fsm);
         let active = active_states(fsm);
+        let mut sets = StateSets::new(fsm, &active);
         loop {
             let mut changed = false;
             for &s in &active {
-                changed |= update(fsm, s, &mut first, &mut endable);
+                changed |= update(fsm, s, &mut sets);
             }
             if !changed {
                 break;
             }
         }
-        let calls = calls(fsm, &active, &first, &endable);
+        let calls: Vec<_> = calls(fsm, &active, &sets).collect();
         let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
         loop {
             let mut changed = false;
