@@ -411,6 +411,19 @@ impl Builder<'_> {
             }
             Expr::Seq(items) => {
                 let Some((last, init)) = items.split_last() else { return end_with_epsilon(nfa, from, to) };
+                // `... x R` into a known end, with `R` kept as a reference: the state before `R`
+                // is shared by every sequence that ends the same way (a key trie writes
+                // `[^"\\...] rest` at each node), and so are the class's continuation states.
+                if let (Some(end), Expr::Rule(r), Some((before, init))) = (to, last, init.split_last()) {
+                    let r = r.index() as u32;
+                    if !self.inlines(r, nfa.state_len()) {
+                        self.need(r);
+                        let mid = nfa.chain_state(Label::Rule(r), end);
+                        let cur = init.iter().fold(from, |cur, x| self.expr(nfa, x, cur));
+                        self.expr_to(nfa, before, cur, Some(mid));
+                        return end;
+                    }
+                }
                 let cur = init.iter().fold(from, |cur, x| self.expr(nfa, x, cur));
                 self.expr_to(nfa, last, cur, to)
             }
@@ -905,6 +918,42 @@ mod tests {
 
     fn words(max_len: usize) -> Vec<Vec<Sym>> {
         crate::fsm::all_words(&[Sym::Byte(b'a'), Sym::Byte(b'b'), Sym::Byte(b'c'), Sym::One], max_len)
+    }
+
+    /// The shape of a key trie (`"p" [^a"] rest | "q" [^b"] rest | ...`): the Unicode classes
+    /// share their continuation states and the state before `rest`, and each branch still
+    /// reads exactly its own class, one to four bytes long.
+    #[test]
+    fn classes_before_a_shared_reference_keep_their_own_language() {
+        let classes = [
+            ("p", Expr::class([(b'a' as u32, b'a' as u32), (b'"' as u32, b'"' as u32)], true)),
+            ("q", Expr::class([(b'b' as u32, b'b' as u32), (0xE9, 0xE9)], true)),
+            ("r", Expr::class([(0x80, 0x7FF), (0x1F600, 0x1F600)], false)),
+            ("s", Expr::class([(0x20AC, 0x10FFFF)], false)),
+        ];
+        let mut b = GrammarBuilder::new();
+        let root = b.rule("root");
+        let one = b.rule("one");
+        let alts = classes
+            .iter()
+            .map(|(p, c)| Expr::Seq(vec![Expr::literal(p), c.clone(), Expr::Rule(RuleId::new(1))]))
+            .collect();
+        b.define(root, Expr::Choice(alts), None).expect("defined once");
+        b.define(one, one_body(), None).expect("defined once");
+        let grammar = b.build("root").expect("a valid grammar");
+        let limits = FsmLimits { max_inline_states: 0, ..FsmLimits::default() };
+        let fsm = build_grammar_fsm(&grammar, &limits).expect("small automata");
+        for (p, class) in &classes {
+            let Expr::Class(c) = class else { unreachable!() };
+            for ch in ['a', 'b', '"', 'x', '\u{e9}', '\u{7ff}', '\u{800}', '\u{20ac}', '\u{1f600}', '\u{10ffff}'] {
+                let inside = c.resolved_ranges().iter().any(|&(lo, hi)| lo <= ch as u32 && ch as u32 <= hi);
+                let mut word: Vec<Sym> = p.bytes().map(Sym::Byte).collect();
+                word.extend(ch.to_string().bytes().map(Sym::Byte));
+                assert_eq!(accepts(&fsm, &word), false, "{p} {ch:?} without the reference");
+                word.push(Sym::One);
+                assert_eq!(accepts(&fsm, &word), inside, "{p} {ch:?}");
+            }
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! automata are inlined in many places, so the same few classes (`[^"\\\x00-\x1F]`, digits)
 //! are lowered hundreds of times per grammar; resolving the class and computing its sequences
 //! each time was ~15% of automaton construction on large schemas. The first lowering records
-//! the states and edges it made as a [`Template`]; later ones replay it, creating the same
-//! states and edges in the same order.
+//! the states and edges it made as a [`Template`]; later ones replay it. The continuation
+//! states are shared by every class lowered into the same end state within one automaton
+//! ([`Nfa::chain_state`]).
 
 use super::nfa::Nfa;
 use super::Label;
@@ -15,17 +16,23 @@ use crate::util::hash::FastMap;
 use crate::util::utf8::utf8_sequences;
 
 /// The lowered shape of one class. Local state 0 is the state the class starts from, 1 the
-/// state where it ends, `2..` the states it creates, in creation order.
+/// state where it ends, `2..` its continuation states in creation order: each has one edge,
+/// into the end or an earlier continuation state, so it is a [`Nfa::chain_state`] (shared
+/// with every other class lowered into the same end that needs the same continuation).
 #[derive(Debug)]
 struct Template {
-    created: u32,
-    edges: Vec<(u32, Label, u32)>,
+    /// Per continuation state, its edge's label and target.
+    chains: Vec<(Label, u32)>,
+    /// The edges leaving the start: label and target.
+    leads: Vec<(Label, u32)>,
 }
 
 /// Templates of the classes lowered so far.
 #[derive(Debug, Default)]
 pub(super) struct ClassLowering {
     templates: FastMap<CharClass, Template>,
+    /// Scratch: the global state of each local state while a template is replayed.
+    global: Vec<u32>,
 }
 
 impl ClassLowering {
@@ -35,41 +42,34 @@ impl ClassLowering {
             self.templates.insert(class.clone(), template(class));
         }
         let t = &self.templates[class];
-        // The end (when new) is created first, then the template's own states.
         let end = to.unwrap_or_else(|| nfa.add_state());
-        let base = nfa.state_len() as u32;
-        for _ in 0..t.created {
-            nfa.add_state();
+        self.global.clear();
+        self.global.extend([from, end]);
+        for &(label, next) in &t.chains {
+            let s = nfa.chain_state(label, self.global[next as usize]);
+            self.global.push(s);
         }
-        let global = |local: u32| match local {
-            0 => from,
-            1 => end,
-            _ => base + local - 2,
-        };
-        for &(a, l, b) in &t.edges {
-            nfa.add_edge(global(a), l, global(b));
+        for &(label, next) in &t.leads {
+            nfa.add_edge(from, label, self.global[next as usize]);
         }
         end
     }
 }
 
 fn template(class: &CharClass) -> Template {
-    const FROM: u32 = 0;
     const END: u32 = 1;
-    let mut t = Template { created: 0, edges: Vec::new() };
+    let mut t = Template { chains: Vec::new(), leads: Vec::new() };
     let mut suffix_state: FastMap<&[(u8, u8)], u32> = FastMap::default();
     let seqs: Vec<_> = class.resolved_ranges().into_iter().flat_map(|(lo, hi)| utf8_sequences(lo, hi)).collect();
     for seq in &seqs {
         let mut next = END;
         for k in (1..seq.len()).rev() {
             next = *suffix_state.entry(&seq[k..]).or_insert_with(|| {
-                t.created += 1;
-                let s = END + t.created;
-                t.edges.push((s, Label::Bytes(seq[k].0, seq[k].1), next));
-                s
+                t.chains.push((Label::Bytes(seq[k].0, seq[k].1), next));
+                END + t.chains.len() as u32
             });
         }
-        t.edges.push((FROM, Label::Bytes(seq[0].0, seq[0].1), next));
+        t.leads.push((Label::Bytes(seq[0].0, seq[0].1), next));
     }
     t
 }

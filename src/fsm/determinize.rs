@@ -296,7 +296,9 @@ mod tests {
 
     /// The same automaton as Thompson construction's representation.
     fn nfa_of(fsm: &Fsm) -> Nfa {
-        let mut nfa = Nfa { start: fsm.start, finals: fsm.finals.clone(), ..Nfa::default() };
+        let mut nfa = Nfa::default();
+        nfa.start = fsm.start;
+        nfa.finals = fsm.finals.clone();
         for (s, edges) in fsm.edges.iter().enumerate() {
             nfa.edges.extend(edges.iter().map(|&(l, t)| (s as u32, l, t)));
         }

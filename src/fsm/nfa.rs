@@ -7,6 +7,7 @@
 //! epsilon removal buckets the list by source once (a counting sort, keeping insertion order).
 
 use super::Label;
+use crate::util::hash::FastMap;
 
 /// A Thompson automaton under construction (epsilon edges allowed).
 #[derive(Clone, Debug, Default)]
@@ -17,6 +18,8 @@ pub(crate) struct Nfa {
     pub(crate) finals: Vec<bool>,
     /// The initial state.
     pub(crate) start: u32,
+    /// The states made by [`Nfa::chain_state`], by their one edge.
+    chains: FastMap<(Label, u32), u32>,
 }
 
 impl Nfa {
@@ -24,6 +27,7 @@ impl Nfa {
     pub(crate) fn clear(&mut self) {
         self.edges.clear();
         self.finals.clear();
+        self.chains.clear();
         self.start = 0;
     }
     /// Adds a state and returns its id.
@@ -36,6 +40,22 @@ impl Nfa {
     #[inline]
     pub(crate) fn add_edge(&mut self, from: u32, label: Label, to: u32) {
         self.edges.push((from, label, to));
+    }
+    /// A state whose only edge is `label` into `next`, shared by every caller asking for the
+    /// same edge. Sharing is sound because such a state has one future ("read `label`, then
+    /// go on from `next`"), whoever enters it: it is never final and never gets another edge.
+    /// The UTF-8 continuation states of character classes and the state before a trailing rule
+    /// reference are made this way: a key trie writes `[^"\\...] rest` at every node, and
+    /// without sharing each node got its own copy of the class's continuation states (the
+    /// passes then merged them again).
+    pub(crate) fn chain_state(&mut self, label: Label, next: u32) -> u32 {
+        if let Some(&s) = self.chains.get(&(label, next)) {
+            return s;
+        }
+        let s = self.add_state();
+        self.add_edge(s, label, next);
+        self.chains.insert((label, next), s);
+        s
     }
     /// The number of states.
     #[inline]
