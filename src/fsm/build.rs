@@ -949,7 +949,7 @@ mod tests {
                 let inside = c.resolved_ranges().iter().any(|&(lo, hi)| lo <= ch as u32 && ch as u32 <= hi);
                 let mut word: Vec<Sym> = p.bytes().map(Sym::Byte).collect();
                 word.extend(ch.to_string().bytes().map(Sym::Byte));
-                assert_eq!(accepts(&fsm, &word), false, "{p} {ch:?} without the reference");
+                assert!(!accepts(&fsm, &word), "{p} {ch:?} without the reference");
                 word.push(Sym::One);
                 assert_eq!(accepts(&fsm, &word), inside, "{p} {ch:?}");
             }
