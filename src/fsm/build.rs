@@ -17,9 +17,10 @@
 
 use super::class::ClassLowering;
 use super::determinize::optimize;
+use super::flat::FlatFsm;
 use super::nfa::Nfa;
 use super::rule_cache::RuleFsmCache;
-use super::{tag_dispatch, token, ByteEdge, Fsm, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
+use super::{tag_dispatch, token, ByteEdge, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::scc::strongly_connected_components;
 use std::borrow::Cow;
@@ -112,7 +113,7 @@ struct Builder<'a> {
 /// rule with the same structure, whatever ids the rules it references have (the
 /// [`RuleFsmCache`] shares automata across grammars); [`freeze`] writes the global ids.
 struct RuleAutomata {
-    fsms: Vec<Arc<Fsm>>,
+    fsms: Vec<Arc<FlatFsm>>,
     ids: Vec<u32>,
     ranges: Vec<(u32, u32)>,
 }
@@ -193,7 +194,7 @@ pub fn build_grammar_fsm_cached(
     };
     let root = grammar.root().index() as u32;
     b.need(root);
-    let mut built: Vec<Option<Arc<Fsm>>> = vec![None; n];
+    let mut built: Vec<Option<Arc<FlatFsm>>> = vec![None; n];
     let mut ranges: Vec<(u32, u32)> = vec![(0, 0); n];
     while let Some(r) = b.queue.pop() {
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
@@ -203,7 +204,7 @@ pub fn build_grammar_fsm_cached(
         let mut fsm = b.rule_fsm(&body, r)?;
         b.inline_stack.clear();
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
-            add_fresh_start(Arc::make_mut(&mut fsm));
+            fsm = Arc::new(with_fresh_start(&fsm));
         }
         b.states += fsm.state_len();
         if b.states > limits.max_total_states {
@@ -224,12 +225,13 @@ pub fn build_grammar_fsm_cached(
     ranges.resize(b.names.len(), (0, 0));
     // Rules nothing references (all their uses were inlined) keep their ids with an empty,
     // unreachable automaton.
-    let fsms: Vec<Arc<Fsm>> = built
+    let fsms: Vec<Arc<FlatFsm>> = built
         .into_iter()
         .map(|f| {
             f.unwrap_or_else(|| {
-                let mut f = Fsm::default();
-                f.start = f.add_state();
+                let mut f = FlatFsm::default();
+                f.start = f.add_state(false);
+                f.end_state();
                 Arc::new(f)
             })
         })
@@ -257,12 +259,15 @@ pub fn build_grammar_fsm_cached(
 /// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
 /// start" always means "a new iteration begins" (see [`RuleKind::Counted`]). The new start keeps
 /// the old start's finality: for counted rules, finality marks where an iteration may end.
-fn add_fresh_start(fsm: &mut Fsm) {
+fn with_fresh_start(fsm: &FlatFsm) -> FlatFsm {
+    let mut out = fsm.clone();
     let old = fsm.start;
-    let fresh = fsm.add_state();
-    fsm.edges[fresh as usize] = fsm.edges[old as usize].clone();
-    fsm.finals[fresh as usize] = fsm.finals[old as usize];
-    fsm.start = fresh;
+    out.start = out.add_state(fsm.finals[old as usize]);
+    for &(l, t) in fsm.edges(old) {
+        out.push_edge(l, t);
+    }
+    out.end_state();
+    out
 }
 
 impl Builder<'_> {
@@ -287,7 +292,7 @@ impl Builder<'_> {
             && states + self.full_size[r as usize] <= self.limits.max_inlined_rule_states
     }
 
-    fn rule_fsm(&mut self, body: &Expr, rule: u32) -> Result<Arc<Fsm>, GrammarError> {
+    fn rule_fsm(&mut self, body: &Expr, rule: u32) -> Result<Arc<FlatFsm>, GrammarError> {
         if let Expr::TagDispatch(t) = body {
             return self.dispatch_rule(t, rule).map(Arc::new);
         }
@@ -316,7 +321,7 @@ impl Builder<'_> {
 
     /// The automaton of a rule whose body is a `TagDispatch` (see [`tag_dispatch`]): bodies
     /// that are not rule references are lifted into rules of their own.
-    fn dispatch_rule(&mut self, t: &TagDispatch, rule: u32) -> Result<Fsm, GrammarError> {
+    fn dispatch_rule(&mut self, t: &TagDispatch, rule: u32) -> Result<FlatFsm, GrammarError> {
         let bodies: Vec<u32> = t
             .bodies
             .iter()
@@ -336,7 +341,7 @@ impl Builder<'_> {
             self.free_depth.resize(rule as usize + 1, Vec::new());
         }
         self.free_depth[rule as usize] = d.free_depth;
-        Ok(d.fsm)
+        Ok(FlatFsm::from_fsm(&d.fsm))
     }
 
     /// A new plain rule for `body`, built later in the current inlining context.
@@ -724,7 +729,7 @@ fn nullable_rules(automata: &RuleAutomata, kinds: &[RuleKind]) -> Vec<bool> {
                             found = true;
                             break;
                         }
-                        for &(l, t) in &fsm.edges[s as usize] {
+                        for &(l, t) in fsm.edges(s) {
                             if let Label::Rule(x) = l {
                                 if nullable[automata.global(r, x) as usize] && !seen[t as usize] {
                                     seen[t as usize] = true;
@@ -758,11 +763,9 @@ fn freeze(
     let total: usize = fsms.iter().map(|f| f.state_len()).sum();
     let (mut byte_total, mut rule_total) = (0, 0);
     for fsm in fsms {
-        for out in &fsm.edges {
-            let rules = out.iter().filter(|(l, _)| matches!(l, Label::Rule(_))).count();
-            rule_total += rules;
-            byte_total += out.len() - rules;
-        }
+        let rules = fsm.all_edges().iter().filter(|(l, _)| matches!(l, Label::Rule(_))).count();
+        rule_total += rules;
+        byte_total += fsm.edge_len() - rules;
     }
     let mut g = GrammarFsm {
         rules: Vec::with_capacity(fsms.len()),
@@ -789,7 +792,7 @@ fn freeze(
             g.rule_offsets.push(g.rule_edges.len() as u32);
             bytes.clear();
             rules.clear();
-            for &(l, t) in &fsm.edges[s] {
+            for &(l, t) in fsm.edges(s as u32) {
                 match l {
                     Label::Bytes(lo, hi) => bytes.push(ByteEdge { lo, hi, target: base + t }),
                     Label::Rule(x) => rules.push(RuleEdge { rule: automata.global(r, x), target: base + t }),

@@ -13,25 +13,26 @@ use super::flat::FlatFsm;
 use super::minimize::minimize;
 use super::nfa::Nfa;
 use super::suffixes::merge_equal_suffixes;
-use super::{Fsm, Label};
+use super::Label;
 use crate::util::interner::SliceInterner;
 use std::cell::RefCell;
 
 /// A rule's Thompson automaton → epsilon-free, suffix-merged, and when subset construction
 /// stays within `max_dfa_states` states and `max_dfa_work` (+16 per NFA edge) edges read,
 /// deterministic and minimal; else the epsilon-free, suffix-merged NFA.
-pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) -> Fsm {
+pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) -> FlatFsm {
     // Merging equal suffixes first shrinks the copies inlining made before the two
     // superlinear steps run.
     let nfa = merge_equal_suffixes(remove_epsilons(nfa));
     let work = max_dfa_work.saturating_add(nfa.edge_len().saturating_mul(16));
-    match determinize(nfa, max_dfa_states, work) {
+    let mut out = match determinize(nfa, max_dfa_states, work) {
         // Minimization is O(E log n) and finds the unique minimal DFA, so merging suffixes of
         // the DFA first (as the quadratic Moore refinement needed) would only repeat its work.
         Ok(dfa) => minimize(dfa),
         Err(nfa) => nfa,
-    }
-    .to_fsm()
+    };
+    out.shrink_to_fit();
+    out
 }
 
 /// Returns an equivalent automaton without epsilon edges, restricted to reachable states,
@@ -273,6 +274,7 @@ pub(crate) fn is_deterministic(fsm: &FlatFsm) -> bool {
 mod tests {
     use super::*;
     use crate::fsm::minimize::moore_block_count;
+    use crate::fsm::Fsm;
     use proptest::prelude::*;
 
     /// A random automaton over bytes `a..=c` (as single bytes and ranges) and two rule
@@ -409,7 +411,8 @@ mod tests {
             prop_assert_eq!(minimize(merge_equal_suffixes(dfa.clone())).state_len(), min.state_len());
             let optimized = optimize(&nfa_of(&fsm), 10_000, usize::MAX);
             prop_assert_eq!(optimized.state_len(), min.state_len());
-            let (plain, merged, dfa, min) = (plain.to_fsm(), merged.to_fsm(), dfa.to_fsm(), min.to_fsm());
+            let (plain, merged, dfa, min, optimized) =
+                (plain.to_fsm(), merged.to_fsm(), dfa.to_fsm(), min.to_fsm(), optimized.to_fsm());
             for w in words(4) {
                 let want = accepts(&fsm, &w);
                 prop_assert_eq!(accepts(&plain, &w), want, "epsilon removal, {:?}", w);

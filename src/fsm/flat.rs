@@ -5,8 +5,9 @@
 //! they are dequeued), so a state's edges can be appended when it is written and closed with
 //! [`FlatFsm::end_state`]: a pass allocates its output once instead of one `Vec` per state, which
 //! (with the per-state signature vectors) used to make malloc/free the largest cost of building
-//! automata. [`Fsm`] stays the representation of Thompson construction and of the rest of
-//! `fsm/`; a rule's automaton is converted from it once and back once ([`FlatFsm::to_fsm`]).
+//! automata. A finished rule automaton stays flat (the rule cache keeps it, and freezing the
+//! grammar reads its edges in order); only dispatch automata are built as [`Fsm`]s and
+//! converted ([`FlatFsm::from_fsm`]).
 
 use super::{Fsm, Label};
 
@@ -98,7 +99,33 @@ impl FlatFsm {
         self.offsets.push(u32::try_from(self.edges.len()).expect("automaton edges fit u32"));
     }
 
+    /// Every edge, state after state.
+    #[inline]
+    pub(crate) fn all_edges(&self) -> &[(Label, u32)] {
+        &self.edges
+    }
+
+    /// Releases the spare capacity the passes left (a finished automaton is kept in caches).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.offsets.shrink_to_fit();
+        self.edges.shrink_to_fit();
+        self.finals.shrink_to_fit();
+    }
+
+    /// The same automaton, same numbering.
+    pub(crate) fn from_fsm(fsm: &Fsm) -> FlatFsm {
+        let mut flat = FlatFsm::with_capacity(fsm.state_len(), fsm.edges.iter().map(Vec::len).sum());
+        for (edges, &is_final) in fsm.edges.iter().zip(&fsm.finals) {
+            flat.add_state(is_final);
+            flat.edges.extend_from_slice(edges);
+            flat.end_state();
+        }
+        flat.start = fsm.start;
+        flat
+    }
+
     /// The same automaton as an [`Fsm`].
+    #[cfg(test)]
     pub(crate) fn to_fsm(&self) -> Fsm {
         debug_assert_eq!(self.offsets.len(), self.finals.len() + 1, "every declared state is written");
         Fsm {

@@ -28,8 +28,9 @@ use std::sync::Arc;
 use lru::LruCache;
 use parking_lot::Mutex;
 
+use super::flat::FlatFsm;
 use super::nfa::Nfa;
-use super::{Fsm, Label};
+use super::Label;
 
 /// Counters of a [`RuleFsmCache`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,7 +63,7 @@ struct Inner {
 }
 
 /// A finished automaton, its rule labels local (see the module docs).
-type Entry = Arc<Fsm>;
+type Entry = Arc<FlatFsm>;
 
 // A panic while the lock is held cannot leave a half-updated entry behind: entries are whole
 // `Arc`s inserted by one `put`, and the counters are only advisory.
@@ -86,7 +87,7 @@ impl RuleFsmCache {
     /// The finished automaton of the Thompson automaton `nfa` (rule labels local, see the
     /// module docs), from the cache or from `build` (which runs without the lock). `salt`
     /// covers the build options that change the result.
-    pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> Fsm) -> Arc<Fsm> {
+    pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> FlatFsm) -> Arc<FlatFsm> {
         let key = key(nfa, salt);
         if let Some(fsm) = self.inner.lock().lookup(&key) {
             return fsm;
@@ -173,16 +174,17 @@ mod tests {
         f
     }
 
-    /// The automaton a build returns in these tests: the chain itself, as an `Fsm`.
-    fn as_fsm(nfa: &Nfa) -> Fsm {
-        let mut f = Fsm::default();
-        for _ in 0..nfa.state_len() {
-            f.add_state();
+    /// The automaton a build returns in these tests: the chain itself (its edges are in state
+    /// order), flat.
+    fn as_fsm(nfa: &Nfa) -> FlatFsm {
+        let mut f = FlatFsm::default();
+        for s in 0..nfa.state_len() as u32 {
+            f.add_state(nfa.finals[s as usize]);
+            for &(_, l, to) in nfa.edges.iter().filter(|e| e.0 == s) {
+                f.push_edge(l, to);
+            }
+            f.end_state();
         }
-        for &(from, l, to) in &nfa.edges {
-            f.add_edge(from, l, to);
-        }
-        f.finals = nfa.finals.clone();
         f.start = nfa.start;
         f
     }
@@ -196,7 +198,7 @@ mod tests {
         let built_a = cache.get_or_build(&a, &[1], as_fsm);
         let built_b = cache.get_or_build(&a.clone(), &[1], |_| panic!("the second grammar's rule is a hit"));
         assert!(Arc::ptr_eq(&built_a, &built_b));
-        assert_eq!(built_a.edges, as_fsm(&a).edges);
+        assert_eq!(*built_a, as_fsm(&a));
         let s = cache.stats();
         assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
     }
