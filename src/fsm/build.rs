@@ -187,7 +187,7 @@ pub fn build_grammar_fsm_cached(
         states: 0,
         error: None,
         free_depth: Vec::new(),
-        classes: ClassLowering::default(),
+        classes: ClassLowering::take_kept(),
         nfa: Nfa::default(),
         rule_ids: Vec::new(),
         local_of: Vec::new(),
@@ -246,6 +246,7 @@ pub fn build_grammar_fsm_cached(
             }
         }
     }
+    b.classes.keep();
     let mut g = freeze(&automata, b.names, b.kinds, nullable, root);
     for (r, depths) in b.free_depth.into_iter().enumerate() {
         if !depths.is_empty() {
