@@ -442,9 +442,9 @@ impl Builder<'_> {
             }
             Expr::Repeat(rep) => {
                 let copies = rep.max.unwrap_or(rep.min);
-                let size = self.sized(&rep.expr);
+                // The body's size is only walked for repetitions short enough to expand.
                 let expand = copies <= self.limits.max_expanded_repeat
-                    && size.saturating_mul(copies.max(1) as usize) <= self.limits.max_expanded_states;
+                    && self.sized(&rep.expr).saturating_mul(copies.max(1) as usize) <= self.limits.max_expanded_states;
                 if expand {
                     self.expand_repeat(nfa, &rep.expr, rep.min, rep.max, from, to)
                 } else {
