@@ -762,21 +762,18 @@ fn freeze(
 ) -> GrammarFsm {
     let fsms = &automata.fsms;
     let total: usize = fsms.iter().map(|f| f.state_len()).sum();
-    let (mut byte_total, mut rule_total) = (0, 0);
-    for fsm in fsms {
-        let rules = fsm.all_edges().iter().filter(|(l, _)| matches!(l, Label::Rule(_))).count();
-        rule_total += rules;
-        byte_total += fsm.edge_len() - rules;
-    }
+    // Most edges are byte edges: room for all of them there (counting the rule edges apart
+    // would read every automaton once more).
+    let edges: usize = fsms.iter().map(|f| f.edge_len()).sum();
     let mut g = GrammarFsm {
         rules: Vec::with_capacity(fsms.len()),
         root,
         state_rule: Vec::with_capacity(total),
         finals: Vec::with_capacity(total),
         byte_offsets: Vec::with_capacity(total + 1),
-        byte_edges: Vec::with_capacity(byte_total),
+        byte_edges: Vec::with_capacity(edges),
         rule_offsets: Vec::with_capacity(total + 1),
-        rule_edges: Vec::with_capacity(rule_total),
+        rule_edges: Vec::new(),
         token_sets: Vec::new(),
         free_text: Vec::new(),
     };

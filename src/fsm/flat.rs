@@ -99,12 +99,6 @@ impl FlatFsm {
         self.offsets.push(u32::try_from(self.edges.len()).expect("automaton edges fit u32"));
     }
 
-    /// Every edge, state after state.
-    #[inline]
-    pub(crate) fn all_edges(&self) -> &[(Label, u32)] {
-        &self.edges
-    }
-
     /// Releases the spare capacity the passes left (a finished automaton is kept in caches).
     pub(crate) fn shrink_to_fit(&mut self) {
         self.offsets.shrink_to_fit();
