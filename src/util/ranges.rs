@@ -9,15 +9,23 @@ pub fn canonical(mut ranges: Vec<(u32, u32)>, max: u32) -> Vec<(u32, u32)> {
         r.1 = r.1.min(max);
     }
     ranges.retain(|&(lo, hi)| lo <= hi);
-    ranges.sort_unstable();
-    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
-    for (lo, hi) in ranges {
-        match out.last_mut() {
-            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
-            _ => out.push((lo, hi)),
+    // Front-ends mostly hand in sorted ranges (a key trie builds thousands of classes).
+    if !ranges.is_sorted() {
+        ranges.sort_unstable();
+    }
+    // Merge overlapping and adjacent ranges in place.
+    let mut kept = 0;
+    for i in 0..ranges.len() {
+        let (lo, hi) = ranges[i];
+        if kept > 0 && lo <= ranges[kept - 1].1.saturating_add(1) {
+            ranges[kept - 1].1 = ranges[kept - 1].1.max(hi);
+        } else {
+            ranges[kept] = (lo, hi);
+            kept += 1;
         }
     }
-    out
+    ranges.truncate(kept);
+    ranges
 }
 
 /// The values `0..=max` outside the canonical `ranges`.
@@ -50,5 +58,30 @@ mod tests {
         assert_eq!(complement(&[], 3), vec![(0, 3)]);
         assert_eq!(complement(&[(0, 3)], 3), vec![]);
         assert_eq!(complement(&[(2, 2), (9, 12)], 5), vec![(0, 1), (3, 5)]);
+    }
+
+    proptest::proptest! {
+        /// Sorted or not, overlapping or adjacent: the canonical form covers the same values
+        /// (clipped to `max`) with sorted, disjoint, non-adjacent ranges.
+        #[test]
+        fn canonical_covers_the_same_values(
+            ranges in proptest::collection::vec((0u32..40, 0u32..40), 0..8),
+            sorted in proptest::bool::ANY,
+            max in 0u32..45,
+        ) {
+            let mut ranges = ranges;
+            if sorted {
+                ranges.sort_unstable();
+            }
+            let want: std::collections::BTreeSet<u32> =
+                ranges.iter().flat_map(|&(lo, hi)| lo..=hi.min(max)).collect();
+            let got = canonical(ranges, max);
+            let covered: std::collections::BTreeSet<u32> = got.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
+            proptest::prop_assert_eq!(covered, want);
+            for w in got.windows(2) {
+                proptest::prop_assert!(w[0].1.saturating_add(1) < w[1].0, "{:?}", got);
+            }
+            proptest::prop_assert!(got.iter().all(|&(lo, hi)| lo <= hi));
+        }
     }
 }
