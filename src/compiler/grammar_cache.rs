@@ -82,12 +82,18 @@ impl GrammarCache {
         }
         // Compiled outside the lock: other compiles proceed meanwhile.
         let g = compile()?;
-        let mut inner = self.inner.lock();
-        inner.1.misses += 1;
-        inner.0.put(key, g.clone());
-        while inner.0.len() > inner.1.capacity {
-            inner.0.pop_lru();
+        let mut evicted = Vec::new();
+        {
+            let mut inner = self.inner.lock();
+            inner.1.misses += 1;
+            evicted.extend(inner.0.put(key, g.clone()));
+            while inner.0.len() > inner.1.capacity {
+                evicted.extend(inner.0.pop_lru().map(|(_, old)| old));
+            }
         }
+        // Evicted grammars are dropped after the lock is released: freeing a large grammar's
+        // expression tree takes a while, and other threads' lookups need not wait for it.
+        drop(evicted);
         Ok(g)
     }
 }
