@@ -284,8 +284,8 @@ impl<'a> Lowerer<'a> {
         Ok(Expr::Rule(id))
     }
 
-    /// Drops rules whose language is empty (replacing references to them by "never"), then
-    /// builds the grammar.
+    /// Drops rules whose language is empty (and the parts that need them), then builds the
+    /// grammar.
     fn finish(&mut self) -> Result<Grammar, SchemaError> {
         let n = self.bodies.len();
         let bodies: Vec<Expr> =
@@ -299,24 +299,10 @@ impl<'a> Lowerer<'a> {
         }
         let limits = GrammarLimits { max_rules: self.opts.limits.max_rules.max(16), ..GrammarLimits::default() };
         let names = std::mem::take(&mut self.names);
-        let rules: Vec<(String, Expr)> = names
-            .into_iter()
-            .zip(bodies)
-            .enumerate()
-            .map(|(r, (name, mut body))| {
-                if productive[r] {
-                    let kept = prune(&mut body, &productive);
-                    debug_assert!(kept, "a productive body stays productive when pruned");
-                    (name, body)
-                } else {
-                    // Unreachable once pruned; dropped as a dead rule.
-                    (name, Expr::literal("never"))
-                }
-            })
-            .collect();
-        // Rule names are distinct by construction, and every unproductive part is gone
-        // (pruned above with the builder's own analysis).
-        GrammarBuilder::build_productive(rules, RuleId::new(0), &limits)
+        // Rule names are distinct by construction; the builder prunes the unproductive parts
+        // with the analysis above, in the walk that normalizes.
+        let rules: Vec<(String, Expr)> = names.into_iter().zip(bodies).collect();
+        GrammarBuilder::build_pruning(rules, &productive, RuleId::new(0), &limits)
             .map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))
     }
 
@@ -851,28 +837,6 @@ fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> 
         }
         Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name, depth + 1)),
         _ => None,
-    }
-}
-
-/// Removes the unproductive parts of `e` in place and returns whether `e` is productive (one
-/// walk: checking each alternative before pruning it walked nested choices again). Most grammars
-/// have none, and rebuilding every node was a visible part of the front-end's time.
-fn prune(e: &mut Expr, productive: &[bool]) -> bool {
-    match e {
-        Expr::Seq(items) => items.iter_mut().all(|x| prune(x, productive)),
-        Expr::Choice(alts) => {
-            alts.retain_mut(|x| prune(x, productive));
-            !alts.is_empty()
-        }
-        Expr::Repeat(r) => {
-            let body = prune(&mut r.expr, productive);
-            if !body && r.min == 0 {
-                *e = Expr::Empty;
-                return true;
-            }
-            body
-        }
-        other => other.is_productive(productive),
     }
 }
 

@@ -23,6 +23,28 @@ pub(super) fn run(rules: Vec<Rule>, root: RuleId) -> (Vec<Rule>, RuleId) {
             exprs.extend(e.children());
         }
     }
+    keep(rules, root, &reachable)
+}
+
+/// Which of the `n` rules are reachable from `root`, given each rule's references (`refs(r)`),
+/// collected by a walk that already happened.
+pub(super) fn reachable_from<'a>(n: usize, root: RuleId, refs: impl Fn(usize) -> &'a [RuleId]) -> Vec<bool> {
+    let mut reachable = vec![false; n];
+    reachable[root.index()] = true;
+    let mut stack = vec![root];
+    while let Some(r) = stack.pop() {
+        for &t in refs(r.index()) {
+            if !reachable[t.index()] {
+                reachable[t.index()] = true;
+                stack.push(t);
+            }
+        }
+    }
+    reachable
+}
+
+/// The rules with `reachable[i]`, renumbered in order (references rewritten), and the new root.
+pub(super) fn keep(rules: Vec<Rule>, root: RuleId, reachable: &[bool]) -> (Vec<Rule>, RuleId) {
     if reachable.iter().all(|&r| r) {
         return (rules, root);
     }
