@@ -287,6 +287,21 @@ impl Expr {
         self.depth_and_node_count().1
     }
 
+    /// Whether the expression has more than `n` nodes, counting no further than that (callers
+    /// compare expressions of any size with small thresholds).
+    pub fn has_more_nodes_than(&self, n: usize) -> bool {
+        let mut count = 0;
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            count += 1;
+            if count > n {
+                return true;
+            }
+            stack.extend(e.children());
+        }
+        false
+    }
+
     /// [`Expr::depth`] and [`Expr::node_count`] in one traversal, without recursion.
     pub fn depth_and_node_count(&self) -> (usize, usize) {
         let (mut depth, mut nodes) = (0, 0);
@@ -325,6 +340,17 @@ mod tests {
             let resolved = class.resolved_ranges();
             prop_assert_eq!(class.resolved_range_count(), resolved.len());
             prop_assert_eq!(class.is_empty(), resolved.is_empty());
+        }
+    }
+
+    #[test]
+    fn has_more_nodes_than_agrees_with_the_count() {
+        let leaf = || super::Expr::literal("a");
+        let e = super::Expr::Seq(vec![leaf(), super::Expr::Choice(vec![leaf(), super::Expr::star(leaf())]), leaf()]);
+        let n = e.node_count();
+        assert_eq!(n, 7);
+        for k in 0..10 {
+            assert_eq!(e.has_more_nodes_than(k), n > k, "k = {k}");
         }
     }
 

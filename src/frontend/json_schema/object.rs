@@ -225,7 +225,7 @@ impl Lowerer<'_> {
         let any = self.opts.property_order == PropertyOrder::Any;
         let additional = if is_never(&additional) {
             None
-        } else if additional.node_count() > 24 && !list.is_empty() && !any {
+        } else if additional.has_more_nodes_than(24) && !list.is_empty() && !any {
             Some(self.rule_for("extra", additional)?)
         } else {
             Some(additional)
