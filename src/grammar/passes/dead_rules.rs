@@ -23,7 +23,7 @@ pub(super) fn run(rules: Vec<Rule>, root: RuleId) -> (Vec<Rule>, RuleId) {
             exprs.extend(e.children());
         }
     }
-    keep(rules, root, &reachable)
+    keep(rules, root, &reachable, None)
 }
 
 /// Which of the `n` rules are reachable from `root`, given each rule's references (`refs(r)`),
@@ -44,7 +44,15 @@ pub(super) fn reachable_from<'a>(n: usize, root: RuleId, refs: impl Fn(usize) ->
 }
 
 /// The rules with `reachable[i]`, renumbered in order (references rewritten), and the new root.
-pub(super) fn keep(rules: Vec<Rule>, root: RuleId, reachable: &[bool]) -> (Vec<Rule>, RuleId) {
+/// `refs(i)`, when known, lists the references of rule `i` (without its lookahead's): a rule
+/// whose references all keep their id is not walked (rules are dropped near the end of a
+/// generated grammar more often than not).
+pub(super) fn keep<'a>(
+    rules: Vec<Rule>,
+    root: RuleId,
+    reachable: &[bool],
+    refs: Option<&dyn Fn(usize) -> &'a [RuleId]>,
+) -> (Vec<Rule>, RuleId) {
     if reachable.iter().all(|&r| r) {
         return (rules, root);
     }
@@ -58,9 +66,13 @@ pub(super) fn keep(rules: Vec<Rule>, root: RuleId, reachable: &[bool]) -> (Vec<R
     }
     let remap = |e: &mut Expr| remap_refs(e, &new_id);
     let mut out = Vec::with_capacity(next);
+    // Ids below the first dropped rule do not change.
+    let first_dropped = reachable.iter().position(|&r| !r).unwrap_or(rules.len());
     for (i, mut rule) in rules.into_iter().enumerate() {
         if reachable[i] {
-            remap(&mut rule.body);
+            if refs.is_none_or(|refs| refs(i).iter().any(|r| r.index() >= first_dropped)) {
+                remap(&mut rule.body);
+            }
             if let Some(la) = rule.lookahead.as_mut() {
                 remap(la);
             }

@@ -133,8 +133,9 @@ pub(crate) fn run(
     if !productive[root.index()] {
         return Err(GrammarError::EmptyLanguage { name: out[root.index()].name.clone() });
     }
-    let reachable = dead_rules::reachable_from(out.len(), root, |r| &walk.refs[ref_start[r]..ref_start[r + 1]]);
-    let (out, root) = dead_rules::keep(out, root, &reachable);
+    let refs = |r: usize| &walk.refs[ref_start[r]..ref_start[r + 1]];
+    let reachable = dead_rules::reachable_from(out.len(), root, refs);
+    let (out, root) = dead_rules::keep(out, root, &reachable, Some(&refs));
     debug_assert!(super::productive::check(&out).is_ok(), "a pruned grammar has an unproductive rule");
     Ok(Grammar::from_parts_with_literals(out, root, walk.literals))
 }
