@@ -140,6 +140,11 @@ fn dedup(alts: Vec<Expr>) -> Vec<Expr> {
         }
     }
     if alts.len() <= 8 {
+        // Usually nothing repeats: checking first leaves the vector where it is (moving every
+        // alternative into a new one was most of this pass's writes).
+        if !(1..alts.len()).any(|i| alts[..i].contains(&alts[i])) {
+            return alts;
+        }
         let mut out: Vec<Expr> = Vec::with_capacity(alts.len());
         for x in alts {
             if !out.contains(&x) {
