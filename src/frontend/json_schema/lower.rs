@@ -253,7 +253,7 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn new_rule(&mut self, prefix: &str) -> RuleId {
         let id = RuleId::new(self.names.len());
-        self.names.push(format!("{prefix}_{}", self.names.len()));
+        self.names.push(numbered_name(prefix, self.names.len()));
         self.bodies.push(None);
         id
     }
@@ -781,8 +781,33 @@ impl<'a> Lowerer<'a> {
 
     /// The JSON pointer of a child keyword.
     pub(super) fn child(ptr: &str, keyword: &str, key: &str) -> String {
-        format!("{ptr}/{keyword}/{}", pointer_segment(key))
+        let segment = pointer_segment(key);
+        let mut out = String::with_capacity(ptr.len() + keyword.len() + segment.len() + 2);
+        for part in [ptr, "/", keyword, "/", &segment] {
+            out.push_str(part);
+        }
+        out
     }
+}
+
+/// `{prefix}_{n}` without the formatting machinery (one name per rule).
+fn numbered_name(prefix: &str, n: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut name = String::with_capacity(prefix.len() + 1 + digits.len() - at);
+    name.push_str(prefix);
+    name.push('_');
+    name.extend(digits[at..].iter().map(|&d| d as char));
+    name
 }
 
 fn needs_normalize(m: &Map<String, Value>) -> bool {
@@ -837,6 +862,14 @@ fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> 
         }
         Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name, depth + 1)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn numbered_names_are_formatted_names() {
+    for n in [0, 1, 9, 10, 99, 100, 12345, usize::MAX] {
+        assert_eq!(numbered_name("obj", n), format!("obj_{n}"));
     }
 }
 
