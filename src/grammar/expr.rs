@@ -90,6 +90,12 @@ impl CharClass {
 }
 
 fn canonical(ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    // Front-ends mostly pass ranges that are canonical already (sorted, within bounds, apart):
+    // checking is cheaper than sorting them into a new vector, and gives the same ranges.
+    let in_bounds = ranges.iter().all(|&(lo, hi)| lo <= hi && hi <= MAX_CODE_POINT);
+    if in_bounds && ranges.windows(2).all(|w| w[0].1 + 1 < w[1].0) {
+        return ranges;
+    }
     crate::util::ranges::canonical(ranges, MAX_CODE_POINT)
 }
 
@@ -351,6 +357,20 @@ mod tests {
         assert_eq!(n, 7);
         for k in 0..10 {
             assert_eq!(e.has_more_nodes_than(k), n > k, "k = {k}");
+        }
+    }
+
+    proptest! {
+        /// Ranges that are canonical already are kept as they are, which is what the general
+        /// canonicalization gives.
+        #[test]
+        fn canonical_ranges_are_kept(
+            ranges in prop::collection::vec((0u32..0x110010, 0u32..3), 0..6),
+        ) {
+            let ranges: Vec<(u32, u32)> = ranges.into_iter().map(|(lo, len)| (lo, lo.saturating_add(len))).collect();
+            let general = crate::util::ranges::canonical(ranges.clone(), MAX_CODE_POINT);
+            prop_assert_eq!(super::canonical(ranges), general.clone());
+            prop_assert_eq!(super::canonical(general.clone()), general);
         }
     }
 

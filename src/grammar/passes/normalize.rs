@@ -71,7 +71,9 @@ pub(super) fn node(e: &mut Expr) {
                 || items.iter().any(|x| matches!(x, Expr::Empty | Expr::Seq(_)))
                 || items.windows(2).any(|w| matches!((&w[0], &w[1]), (Expr::Bytes(_), Expr::Bytes(_))));
             if irregular {
-                let mut out: Vec<Expr> = Vec::with_capacity(items.len());
+                // The flattened length, so that flattening never reallocates.
+                let len = items.iter().map(|x| if let Expr::Seq(inner) = x { inner.len() } else { 1 }).sum();
+                let mut out: Vec<Expr> = Vec::with_capacity(len);
                 for item in std::mem::take(items) {
                     match item {
                         Expr::Empty => {}
