@@ -146,7 +146,7 @@ impl GrammarBuilder {
 
     /// A grammar of `rules` (names, bodies; ids in order) rooted at `root`, for a front-end
     /// whose names are distinct by construction and that computed which rules are productive
-    /// (`productive[i]` for rule `i`, with `passes::productive_bodies_given`): no name table is
+    /// (`productive[i]` for rule `i`, with `passes::productive_bodies`): no name table is
     /// built, the unproductive parts are pruned (unproductive alternatives dropped,
     /// unproductive optional parts made empty; unproductive rules are then unreachable and
     /// dropped), and the passes run in one walk per body (`passes/prune_normalize.rs`). The

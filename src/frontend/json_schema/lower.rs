@@ -18,7 +18,7 @@ use super::negation::Excluded;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
 use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
-use crate::grammar::passes::productive_bodies_given;
+use crate::grammar::passes::productive_bodies;
 use crate::grammar::{rename_rules, Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
 use crate::util::hash::{FastMap, FastSet};
 
@@ -133,9 +133,6 @@ pub(super) struct Lowerer<'a> {
     pub(super) layout: Layout,
     names: Vec<String>,
     bodies: Vec<Option<Expr>>,
-    /// `settled[r]`: rule `r` is known to be productive (checked when it was defined, given
-    /// the rules settled then); the others are decided when the grammar is finished.
-    settled: Vec<bool>,
     refs: FastMap<(String, u32), RuleId>,
     pending: Vec<(RuleId, String, u32)>,
     any_rules: FastMap<u32, RuleId>,
@@ -162,7 +159,7 @@ impl<'a> Lowerer<'a> {
         let root_rule = l.new_rule("root");
         let body = l.schema(root, "#", 0)?;
         let ws = l.layout.ws();
-        l.define(root_rule, seq(vec![ws.clone(), body, ws]));
+        l.bodies[root_rule.index()] = Some(seq(vec![ws.clone(), body, ws]));
         l.lower_pending()?;
         let grammar = l.finish()?;
         Ok((grammar, JsonSchemaReport { relaxations: l.report }))
@@ -175,7 +172,7 @@ impl<'a> Lowerer<'a> {
         let mut l = Lowerer::new(schema, opts, None);
         let root_rule = l.new_rule("frag");
         let body = l.schema(schema, "#", level)?;
-        l.define(root_rule, body);
+        l.bodies[root_rule.index()] = Some(body);
         l.lower_pending()?;
         let grammar = l.finish()?;
         Ok(Fragment { grammar, relaxations: l.report, depth: l.deepest, schemas: l.schemas })
@@ -188,7 +185,6 @@ impl<'a> Lowerer<'a> {
             layout: Layout::new(opts),
             names: Vec::new(),
             bodies: Vec::new(),
-            settled: Vec::new(),
             refs: FastMap::default(),
             pending: Vec::new(),
             any_rules: FastMap::default(),
@@ -210,7 +206,7 @@ impl<'a> Lowerer<'a> {
         while let Some((rule, ptr, level)) = self.pending.pop() {
             let target = self.resolve(&ptr, &ptr)?;
             let body = self.schema(target, &ptr, level)?;
-            self.define(rule, body);
+            self.bodies[rule.index()] = Some(body);
         }
         Ok(())
     }
@@ -259,7 +255,6 @@ impl<'a> Lowerer<'a> {
         let id = RuleId::new(self.names.len());
         self.names.push(numbered_name(prefix, self.names.len()));
         self.bodies.push(None);
-        self.settled.push(false);
         id
     }
 
@@ -270,9 +265,6 @@ impl<'a> Lowerer<'a> {
 
     /// Defines a rule created with [`Lowerer::new_rule`].
     pub(super) fn define(&mut self, id: RuleId, body: Expr) {
-        // Settled while the body is in cache: most bodies are productive given the rules
-        // defined before them (an object's members are defined before the object).
-        self.settled[id.index()] = body.is_productive(&self.settled);
         self.bodies[id.index()] = Some(body);
     }
 
@@ -295,9 +287,10 @@ impl<'a> Lowerer<'a> {
     /// Drops rules whose language is empty (and the parts that need them), then builds the
     /// grammar.
     fn finish(&mut self) -> Result<Grammar, SchemaError> {
+        let n = self.bodies.len();
         let bodies: Vec<Expr> =
             std::mem::take(&mut self.bodies).into_iter().map(|b| b.expect("every rule is defined")).collect();
-        let productive = productive_bodies_given(std::mem::take(&mut self.settled), |r| &bodies[r]);
+        let productive = productive_bodies(n, |r| &bodies[r]);
         if !productive[0] {
             return Err(SchemaError::new(
                 "#",

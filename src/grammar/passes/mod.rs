@@ -10,7 +10,7 @@
 //!    their relative order.
 //! 4. [`productive`]: every remaining rule must match at least one string.
 //!
-//! A front-end that computed which rules are productive (with `productive::productive_bodies_given`) hands its
+//! A front-end that computed which rules are productive (with [`productive_bodies`]) hands its
 //! rules to [`run_pruning`] instead ([`prune_normalize`]): one walk per body prunes the
 //! unproductive parts, checks the size limits, normalizes and collects the references for
 //! pass 3.
@@ -22,7 +22,7 @@ mod prune_normalize;
 
 use super::{Grammar, GrammarError, Rule, RuleId};
 
-pub(crate) use productive::productive_bodies_given;
+pub(crate) use productive::productive_bodies;
 pub(crate) use prune_normalize::run as run_pruning;
 
 pub(crate) fn run(mut rules: Vec<Rule>, root: RuleId, undefined: &[usize]) -> Result<Grammar, GrammarError> {

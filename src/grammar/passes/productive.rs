@@ -30,24 +30,15 @@ pub(super) fn check(rules: &[Rule]) -> Result<(), GrammarError> {
 
 /// Which of the `n` rule bodies (`body(i)`) match at least one string, in linear time.
 pub(crate) fn productive_bodies<'a>(n: usize, body: impl Fn(usize) -> &'a Expr) -> Vec<bool> {
-    productive_bodies_given(vec![false; n], body)
-}
-
-/// [`productive_bodies`] of the `settled.len()` rule bodies, given that the rules with
-/// `settled[i]` are known to be productive (a front-end that checked bodies as it defined
-/// them, while they were in cache); only the others are analysed.
-pub(crate) fn productive_bodies_given<'a>(settled: Vec<bool>, body: impl Fn(usize) -> &'a Expr) -> Vec<bool> {
-    let mut productive = settled;
-    let rules: Vec<&Expr> = (0..productive.len()).map(body).collect();
+    let rules: Vec<&Expr> = (0..n).map(body).collect();
     // Most bodies are productive given the rules before them (generated grammars define a
     // rule's parts before the rule: an object's members before the object): a direct check in
     // id order, which stops at the first productive alternative and trusts only the rules it
     // settled already, settles them without flattening their nodes. Only the others go
     // through the propagation.
+    let mut productive = vec![false; rules.len()];
     for (i, rule) in rules.iter().enumerate() {
-        if !productive[i] {
-            productive[i] = rule.is_productive(&productive);
-        }
+        productive[i] = rule.is_productive(&productive);
     }
     // Flattened nodes: their parent and how many children they still need.
     let mut parent: Vec<Parent> = Vec::new();

@@ -1,5 +1,5 @@
 //! The passes for a front-end that hands over rule bodies together with the productivity of
-//! every rule (from [`super::productive_bodies_given`]), in one walk per rule body.
+//! every rule (from [`super::productive_bodies`]), in one walk per rule body.
 //!
 //! The general order (`passes/mod.rs`) walks every body once per pass: the front-end's pruning
 //! of unproductive parts, the size limits, normalization, and the reachability of rules. On
@@ -257,7 +257,7 @@ impl Walk<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grammar::passes::productive::productive_bodies;
+    use crate::grammar::passes::productive_bodies;
     use crate::GrammarBuilder;
     use proptest::prelude::*;
 
