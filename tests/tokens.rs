@@ -323,6 +323,35 @@ args ::= "{\"city\":\"" [A-Za-z ]+ "\"}"
         }
     }
 
+    /// JSON Schema grammars come from the pruning passes, whose summary of literal bytes lets
+    /// the special-token rewrite skip grammars without `<`: one with a special token's text
+    /// must still be rewritten (the token, not the text, is allowed).
+    #[test]
+    fn special_token_text_in_a_json_schema_literal_is_the_token() {
+        use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+        let compiler = GrammarCompiler::new(vocab("gptoss").clone(), CompilerConfig::default());
+        let spelled = encode("gptoss", "<|channel|>");
+        for schema in [
+            serde_json::json!({"const": "<|channel|>x"}),
+            serde_json::json!({"type": "object", "properties": {"a": {"enum": [1, "a<|channel|>"]}}, "required": ["a"]}),
+        ] {
+            let (lowered, _) = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+            assert!(lowered.literal_bytes().contains(b'<'));
+            let g = compiler.compile_json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+            let mut m = GrammarMatcher::new(&g);
+            let prefix = if schema.get("const").is_some() { "\"" } else { "{\"a\":\"a" };
+            for t in encode("gptoss", prefix) {
+                assert!(m.accept_token(t), "{schema}: prefix token {t} rejected");
+            }
+            let mask = assert_oracle(&mut m);
+            assert_eq!(mask.allowed_ids().collect::<Vec<_>>(), vec![CHANNEL as usize], "{schema}");
+            assert!(!m.accept_token(spelled[0]));
+        }
+        let (lowered, _) =
+            json_schema_to_grammar(&serde_json::json!({"const": "x"}), &JsonSchemaOptions::default()).unwrap();
+        assert!(!lowered.literal_bytes().contains(b'<'));
+    }
+
     #[test]
     fn dispatch_on_a_special_token_trigger_and_stop_string() {
         // Free text until `<|end|>`; `<|channel|>` dispatches to a channel name.

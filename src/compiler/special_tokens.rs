@@ -22,11 +22,14 @@
 
 use crate::grammar::{Expr, Grammar, GrammarError, Rule, TagDispatch, TokenSet, Trigger};
 use crate::tokenizer::Vocabulary;
+use crate::util::byteset::ByteSet;
 
 /// The special tokens' texts, indexed by first byte, longest first.
 #[derive(Debug)]
 pub(super) struct SpecialTexts {
     by_first: Vec<Vec<(Vec<u8>, u32)>>,
+    /// The bytes that start some text (the non-empty lists of `by_first`).
+    first_bytes: ByteSet,
 }
 
 impl SpecialTexts {
@@ -40,10 +43,14 @@ impl SpecialTexts {
                 list.push((text.as_bytes().to_vec(), id));
             }
         }
-        for list in &mut by_first {
+        let mut first_bytes = ByteSet::EMPTY;
+        for (b, list) in by_first.iter_mut().enumerate() {
             list.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
+            if !list.is_empty() {
+                first_bytes.insert(b as u8);
+            }
         }
-        SpecialTexts { by_first }
+        SpecialTexts { by_first, first_bytes }
     }
 
     /// The special token whose text starts `bytes` (the longest).
@@ -70,7 +77,11 @@ impl SpecialTexts {
 /// [`GrammarError::InvalidTagDispatch`] for a pattern mixing a special token's text with other
 /// text.
 pub(super) fn apply(grammar: Grammar, texts: &SpecialTexts, allow_text: bool) -> Result<Grammar, GrammarError> {
-    if texts.by_first.iter().all(Vec::is_empty) {
+    // A literal that contains a special token's text contains its first byte. Special texts
+    // start with `<` (llama3, qwen3, gpt-oss, llama2), which JSON Schema grammars rarely hold:
+    // the grammar's summary of its literal bytes (collected by the passes' walk) then settles
+    // it without walking the rules, which was mostly cache misses on a cold tree.
+    if !grammar.literal_bytes().intersects(&texts.first_bytes) {
         return Ok(grammar);
     }
     let mut rewritten: Vec<Option<Expr>> = Vec::with_capacity(grammar.rules().len());

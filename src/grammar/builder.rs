@@ -141,29 +141,23 @@ impl GrammarBuilder {
                 }
             }
         }
-        passes::run(rules, root_id, &undefined, passes::Productivity::Check)
+        passes::run(rules, root_id, &undefined)
     }
 
     /// A grammar of `rules` (names, bodies; ids in order) rooted at `root`, for a front-end
-    /// whose names are distinct by construction and that already removed every unproductive
-    /// part (with `passes::productive_bodies`, the same analysis): no name table is built and
-    /// the productivity pass is skipped. The size limits are checked as by
-    /// [`GrammarBuilder::define`].
-    pub(crate) fn build_productive(
+    /// whose names are distinct by construction and that computed which rules are productive
+    /// (`productive[i]` for rule `i`, with `passes::productive_bodies`): no name table is
+    /// built, the unproductive parts are pruned (unproductive alternatives dropped,
+    /// unproductive optional parts made empty; unproductive rules are then unreachable and
+    /// dropped), and the passes run in one walk per body (`passes/prune_normalize.rs`). The
+    /// size limits are checked on the pruned bodies as by [`GrammarBuilder::define`].
+    pub(crate) fn build_pruning(
         rules: Vec<(String, Expr)>,
+        productive: &[bool],
         root: RuleId,
         limits: &GrammarLimits,
     ) -> Result<Grammar, GrammarError> {
-        if rules.len() > limits.max_rules {
-            return Err(GrammarError::TooLarge { what: "rule count", actual: rules.len(), limit: limits.max_rules });
-        }
-        let mut nodes = 0;
-        let mut out = Vec::with_capacity(rules.len());
-        for (name, body) in rules {
-            count_within_limits(&body, limits, &mut nodes)?;
-            out.push(Rule { name, body, lookahead: None });
-        }
-        passes::run(out, root, &[], passes::Productivity::Trusted)
+        passes::run_pruning(rules, productive, root, limits)
     }
 }
 

@@ -90,6 +90,12 @@ impl CharClass {
 }
 
 fn canonical(ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    // Front-ends mostly pass ranges that are canonical already (sorted, within bounds, apart):
+    // checking is cheaper than sorting them into a new vector, and gives the same ranges.
+    let in_bounds = ranges.iter().all(|&(lo, hi)| lo <= hi && hi <= MAX_CODE_POINT);
+    if in_bounds && ranges.windows(2).all(|w| w[0].1 + 1 < w[1].0) {
+        return ranges;
+    }
     crate::util::ranges::canonical(ranges, MAX_CODE_POINT)
 }
 
@@ -287,6 +293,21 @@ impl Expr {
         self.depth_and_node_count().1
     }
 
+    /// Whether the expression has more than `n` nodes, counting no further than that (callers
+    /// compare expressions of any size with small thresholds).
+    pub fn has_more_nodes_than(&self, n: usize) -> bool {
+        let mut count = 0;
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            count += 1;
+            if count > n {
+                return true;
+            }
+            stack.extend(e.children());
+        }
+        false
+    }
+
     /// [`Expr::depth`] and [`Expr::node_count`] in one traversal, without recursion.
     pub fn depth_and_node_count(&self) -> (usize, usize) {
         let (mut depth, mut nodes) = (0, 0);
@@ -325,6 +346,31 @@ mod tests {
             let resolved = class.resolved_ranges();
             prop_assert_eq!(class.resolved_range_count(), resolved.len());
             prop_assert_eq!(class.is_empty(), resolved.is_empty());
+        }
+    }
+
+    #[test]
+    fn has_more_nodes_than_agrees_with_the_count() {
+        let leaf = || super::Expr::literal("a");
+        let e = super::Expr::Seq(vec![leaf(), super::Expr::Choice(vec![leaf(), super::Expr::star(leaf())]), leaf()]);
+        let n = e.node_count();
+        assert_eq!(n, 7);
+        for k in 0..10 {
+            assert_eq!(e.has_more_nodes_than(k), n > k, "k = {k}");
+        }
+    }
+
+    proptest! {
+        /// Ranges that are canonical already are kept as they are, which is what the general
+        /// canonicalization gives.
+        #[test]
+        fn canonical_ranges_are_kept(
+            ranges in prop::collection::vec((0u32..0x110010, 0u32..3), 0..6),
+        ) {
+            let ranges: Vec<(u32, u32)> = ranges.into_iter().map(|(lo, len)| (lo, lo.saturating_add(len))).collect();
+            let general = crate::util::ranges::canonical(ranges.clone(), MAX_CODE_POINT);
+            prop_assert_eq!(super::canonical(ranges), general.clone());
+            prop_assert_eq!(super::canonical(general.clone()), general);
         }
     }
 

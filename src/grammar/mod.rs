@@ -20,6 +20,8 @@ mod print;
 
 use std::sync::Arc;
 
+use crate::util::byteset::ByteSet;
+
 pub use builder::{GrammarBuilder, GrammarLimits};
 pub use expr::{CharClass, Expr, Repeat, RuleId, TagDispatch, TokenSet, Trigger, MAX_CODE_POINT};
 pub(crate) use import::rename as rename_rules;
@@ -59,15 +61,46 @@ pub struct Grammar {
     inner: Arc<GrammarInner>,
 }
 
-#[derive(PartialEq, Eq, Hash)]
 struct GrammarInner {
     rules: Vec<Rule>,
     root: RuleId,
+    /// Every byte of every literal (see [`Grammar::literal_bytes`]); derived from the rules, so
+    /// left out of equality and hashing.
+    literal_bytes: ByteSet,
+}
+
+impl PartialEq for GrammarInner {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root && self.rules == other.rules
+    }
+}
+
+impl Eq for GrammarInner {}
+
+impl std::hash::Hash for GrammarInner {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.rules.hash(state);
+        self.root.hash(state);
+    }
 }
 
 impl Grammar {
     pub(crate) fn from_parts(rules: Vec<Rule>, root: RuleId) -> Self {
-        Grammar { inner: Arc::new(GrammarInner { rules, root }) }
+        let literal_bytes = literal_bytes(&rules);
+        Grammar::from_parts_with_literals(rules, root, literal_bytes)
+    }
+    /// `from_parts` for a pass that collected the literal bytes (a superset is allowed: the
+    /// summary may only say "maybe").
+    pub(crate) fn from_parts_with_literals(rules: Vec<Rule>, root: RuleId, literal_bytes: ByteSet) -> Self {
+        debug_assert!(!{ literal_bytes }.union_with(&self::literal_bytes(&rules)), "a literal byte is missing");
+        Grammar { inner: Arc::new(GrammarInner { rules, root, literal_bytes }) }
+    }
+    /// Every byte that occurs in a literal of the grammar (byte strings, `TagDispatch`
+    /// triggers, excludes and stop strings, in bodies and lookaheads), possibly with more: a
+    /// byte outside the set occurs in no literal. The special-token rewrite skips grammars
+    /// where no special token's first byte occurs.
+    pub fn literal_bytes(&self) -> ByteSet {
+        self.inner.literal_bytes
     }
     /// All rules; a [`RuleId`] indexes this slice.
     pub fn rules(&self) -> &[Rule] {
@@ -88,6 +121,33 @@ impl Grammar {
     pub fn rule_by_name(&self, name: &str) -> Option<RuleId> {
         self.inner.rules.iter().position(|r| r.name == name).map(RuleId::new)
     }
+}
+
+/// The bytes of every literal of `rules` (one walk).
+fn literal_bytes(rules: &[Rule]) -> ByteSet {
+    let mut set = ByteSet::EMPTY;
+    let mut add = |b: &[u8]| b.iter().for_each(|&x| set.insert(x));
+    let mut stack: Vec<&Expr> = Vec::new();
+    for rule in rules {
+        stack.push(&rule.body);
+        stack.extend(rule.lookahead.as_ref());
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::Bytes(b) => add(b),
+                Expr::TagDispatch(t) => {
+                    for x in t.triggers.iter().chain(&t.excludes) {
+                        if let Trigger::Text(b) = x {
+                            add(b);
+                        }
+                    }
+                    t.stop_strings.iter().for_each(|s| add(s));
+                }
+                _ => {}
+            }
+            stack.extend(e.children());
+        }
+    }
+    set
 }
 
 impl std::fmt::Debug for Grammar {

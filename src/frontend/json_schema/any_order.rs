@@ -159,7 +159,7 @@ impl Lowerer<'_> {
             if states.stays(i) {
                 repeatable.push(p.member);
                 members.push(Expr::Empty);
-            } else if states.len() > 2 && p.member.node_count() > 8 {
+            } else if states.len() > 2 && p.member.has_more_nodes_than(8) {
                 members.push(self.rule_for("member", p.member)?);
             } else {
                 members.push(p.member);
@@ -168,7 +168,7 @@ impl Lowerer<'_> {
         // Every state and the start refer to them: one rule unless tiny.
         let repeatable = match repeatable.len() {
             0 => None,
-            1 if repeatable[0].node_count() <= 24 => repeatable.pop(),
+            1 if !repeatable[0].has_more_nodes_than(24) => repeatable.pop(),
             _ => Some(self.rule_for("members", choice(repeatable))?),
         };
         let parts = AnyOrderParts { states, members, repeatable };

@@ -36,22 +36,32 @@ impl Lowerer<'_> {
     ) -> Result<Option<Expr>, SchemaError> {
         let counter = Counter { min, max };
         let step = |c: u32| counter.step(c);
-        // Reachable product states, breadth first.
+        // Reachable product states, breadth first, with each state's successors in the order
+        // of its DFA state's transitions (`succ[succ_start[k]..]`), so that the rules below
+        // need no second lookup per transition.
         let mut index: FastMap<(usize, u32), usize> = FastMap::default();
         let mut states = vec![(0usize, 0u32)];
+        let mut succ_start: Vec<usize> = Vec::new();
+        let mut succ: Vec<usize> = Vec::new();
         index.insert((0, 0), 0);
         let mut i = 0;
         while i < states.len() {
             let (q, c) = states[i];
+            succ_start.push(succ.len());
             if let Some(c2) = step(c) {
                 for &(_, t) in &dfa.transitions[q] {
-                    if let Entry::Vacant(v) = index.entry((t, c2)) {
-                        if states.len() >= MAX_PRODUCT_STATES {
-                            return Ok(None);
+                    let next = match index.entry((t, c2)) {
+                        Entry::Occupied(o) => *o.get(),
+                        Entry::Vacant(v) => {
+                            if states.len() >= MAX_PRODUCT_STATES {
+                                return Ok(None);
+                            }
+                            v.insert(states.len());
+                            states.push((t, c2));
+                            states.len() - 1
                         }
-                        v.insert(states.len());
-                        states.push((t, c2));
-                    }
+                    };
+                    succ.push(next);
                 }
             }
             i += 1;
@@ -60,23 +70,35 @@ impl Lowerer<'_> {
             return Ok(None);
         }
         let ids: Vec<RuleId> = states.iter().map(|_| self.new_rule("strlen")).collect();
-        let mut classes: FastMap<Vec<(u32, u32)>, Expr> = FastMap::default();
+        // The JSON character of each DFA transition, made on first use (in the order of the
+        // product states, which fixes the ids of shared `strchar` rules) and shared between
+        // transitions with equal ranges.
+        let mut classes: FastMap<&[(u32, u32)], Expr> = FastMap::default();
+        let mut per_transition: Vec<Vec<Option<Expr>>> =
+            dfa.transitions.iter().map(|ts| vec![None; ts.len()]).collect();
         for (k, &(q, c)) in states.iter().enumerate() {
             let mut alts = Vec::new();
-            if let Some(c2) = step(c) {
-                for (ranges, t) in &dfa.transitions[q] {
-                    let ch = match classes.get(ranges) {
+            if step(c).is_some() {
+                for (j, (ranges, _)) in dfa.transitions[q].iter().enumerate() {
+                    let ch = match &per_transition[q][j] {
                         Some(e) => e.clone(),
                         None => {
-                            let e = json_char(&CharClass::new(ranges.iter().copied(), false));
-                            // A class with escapes is shared as a rule rather than copied
-                            // into every counted state.
-                            let e = if matches!(e, Expr::Class(_)) { e } else { self.rule_for("strchar", e)? };
-                            classes.insert(ranges.clone(), e.clone());
+                            let e = match classes.get(ranges.as_slice()) {
+                                Some(e) => e.clone(),
+                                None => {
+                                    let e = json_char(&CharClass::new(ranges.iter().copied(), false));
+                                    // A class with escapes is shared as a rule rather than
+                                    // copied into every counted state.
+                                    let e = if matches!(e, Expr::Class(_)) { e } else { self.rule_for("strchar", e)? };
+                                    classes.insert(ranges.as_slice(), e.clone());
+                                    e
+                                }
+                            };
+                            per_transition[q][j] = Some(e.clone());
                             e
                         }
                     };
-                    alts.push(Expr::Seq(vec![ch, Expr::Rule(ids[index[&(*t, c2)]])]));
+                    alts.push(Expr::Seq(vec![ch, Expr::Rule(ids[succ[succ_start[k] + j]])]));
                 }
             }
             if dfa.accepting[q] && c >= min {

@@ -253,7 +253,7 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn new_rule(&mut self, prefix: &str) -> RuleId {
         let id = RuleId::new(self.names.len());
-        self.names.push(format!("{prefix}_{}", self.names.len()));
+        self.names.push(numbered_name(prefix, self.names.len()));
         self.bodies.push(None);
         id
     }
@@ -284,8 +284,8 @@ impl<'a> Lowerer<'a> {
         Ok(Expr::Rule(id))
     }
 
-    /// Drops rules whose language is empty (replacing references to them by "never"), then
-    /// builds the grammar.
+    /// Drops rules whose language is empty (and the parts that need them), then builds the
+    /// grammar.
     fn finish(&mut self) -> Result<Grammar, SchemaError> {
         let n = self.bodies.len();
         let bodies: Vec<Expr> =
@@ -299,24 +299,10 @@ impl<'a> Lowerer<'a> {
         }
         let limits = GrammarLimits { max_rules: self.opts.limits.max_rules.max(16), ..GrammarLimits::default() };
         let names = std::mem::take(&mut self.names);
-        let rules: Vec<(String, Expr)> = names
-            .into_iter()
-            .zip(bodies)
-            .enumerate()
-            .map(|(r, (name, mut body))| {
-                if productive[r] {
-                    let kept = prune(&mut body, &productive);
-                    debug_assert!(kept, "a productive body stays productive when pruned");
-                    (name, body)
-                } else {
-                    // Unreachable once pruned; dropped as a dead rule.
-                    (name, Expr::literal("never"))
-                }
-            })
-            .collect();
-        // Rule names are distinct by construction, and every unproductive part is gone
-        // (pruned above with the builder's own analysis).
-        GrammarBuilder::build_productive(rules, RuleId::new(0), &limits)
+        // Rule names are distinct by construction; the builder prunes the unproductive parts
+        // with the analysis above, in the walk that normalizes.
+        let rules: Vec<(String, Expr)> = names.into_iter().zip(bodies).collect();
+        GrammarBuilder::build_pruning(rules, &productive, RuleId::new(0), &limits)
             .map_err(|e| SchemaError::new("#", SchemaErrorKind::Grammar(e)))
     }
 
@@ -795,8 +781,33 @@ impl<'a> Lowerer<'a> {
 
     /// The JSON pointer of a child keyword.
     pub(super) fn child(ptr: &str, keyword: &str, key: &str) -> String {
-        format!("{ptr}/{keyword}/{}", pointer_segment(key))
+        let segment = pointer_segment(key);
+        let mut out = String::with_capacity(ptr.len() + keyword.len() + segment.len() + 2);
+        for part in [ptr, "/", keyword, "/", &segment] {
+            out.push_str(part);
+        }
+        out
     }
+}
+
+/// `{prefix}_{n}` without the formatting machinery (one name per rule).
+fn numbered_name(prefix: &str, n: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut name = String::with_capacity(prefix.len() + 1 + digits.len() - at);
+    name.push_str(prefix);
+    name.push('_');
+    name.extend(digits[at..].iter().map(|&d| d as char));
+    name
 }
 
 fn needs_normalize(m: &Map<String, Value>) -> bool {
@@ -854,25 +865,11 @@ fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> 
     }
 }
 
-/// Removes the unproductive parts of `e` in place and returns whether `e` is productive (one
-/// walk: checking each alternative before pruning it walked nested choices again). Most grammars
-/// have none, and rebuilding every node was a visible part of the front-end's time.
-fn prune(e: &mut Expr, productive: &[bool]) -> bool {
-    match e {
-        Expr::Seq(items) => items.iter_mut().all(|x| prune(x, productive)),
-        Expr::Choice(alts) => {
-            alts.retain_mut(|x| prune(x, productive));
-            !alts.is_empty()
-        }
-        Expr::Repeat(r) => {
-            let body = prune(&mut r.expr, productive);
-            if !body && r.min == 0 {
-                *e = Expr::Empty;
-                return true;
-            }
-            body
-        }
-        other => other.is_productive(productive),
+#[cfg(test)]
+#[test]
+fn numbered_names_are_formatted_names() {
+    for n in [0, 1, 9, 10, 99, 100, 12345, usize::MAX] {
+        assert_eq!(numbered_name("obj", n), format!("obj_{n}"));
     }
 }
 

@@ -340,6 +340,10 @@ pub fn json_schema_to_grammar_cached(
 }
 
 /// Escapes a key for a JSON pointer segment (`~` → `~0`, `/` → `~1`).
-pub(crate) fn pointer_segment(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+pub(crate) fn pointer_segment(key: &str) -> std::borrow::Cow<'_, str> {
+    // Most keys need no escape: no copy then (a pointer is built for every property).
+    if !key.contains(['~', '/']) {
+        return std::borrow::Cow::Borrowed(key);
+    }
+    std::borrow::Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
 }

@@ -25,6 +25,10 @@ use crate::frontend::regex::{Anchoring, Regex};
 use crate::grammar::Expr;
 use crate::util::hash::FastMap;
 
+/// The schemas `true` and `false`, to borrow where a property has no schema of its own.
+static ANY: Value = Value::Bool(true);
+static NOTHING: Value = Value::Bool(false);
+
 /// A declared property as a member (`"key": value`), and whether it is required.
 pub(super) struct Prop {
     pub(super) member: Expr,
@@ -87,20 +91,22 @@ impl Lowerer<'_> {
             }
         }
         let strict_default = if self.opts.strict_mode { Value::Bool(false) } else { Value::Bool(true) };
-        let additional_schema =
-            m.get("additionalProperties").or_else(|| m.get("unevaluatedProperties")).unwrap_or(&strict_default).clone();
-        let patterns: Vec<(String, Value, Option<Regex>)> = match m.get("patternProperties") {
-            Some(Value::Object(pp)) => pp.iter().map(|(k, v)| (k.clone(), v.clone(), Regex::parse(k).ok())).collect(),
+        // Sub-schemas are borrowed, never copied: a copy at every level of a nested schema
+        // cost its size times its depth.
+        let additional_schema: &Value =
+            m.get("additionalProperties").or_else(|| m.get("unevaluatedProperties")).unwrap_or(&strict_default);
+        let patterns: Vec<(&String, &Value, Option<Regex>)> = match m.get("patternProperties") {
+            Some(Value::Object(pp)) => pp.iter().map(|(k, v)| (k, v, Regex::parse(k).ok())).collect(),
             _ => Vec::new(),
         };
         let names_schema = m.get("propertyNames");
 
         // Declared properties (and required ones that are not declared), in order.
-        let mut declared: Vec<(String, Value, String)> =
-            props.iter().map(|(k, v)| (k.clone(), v.clone(), Lowerer::child(ptr, "properties", k))).collect();
+        let mut declared: Vec<(String, &Value, String)> =
+            props.iter().map(|(k, v)| (k.clone(), v, Lowerer::child(ptr, "properties", k))).collect();
         for r in &required {
             if !props.contains_key(r) {
-                declared.push((r.clone(), Value::Bool(true), ptr.to_string()));
+                declared.push((r.clone(), &ANY, ptr.to_string()));
             }
         }
         let mut list: Vec<(String, Prop)> = Vec::new();
@@ -113,36 +119,36 @@ impl Lowerer<'_> {
             }
             // What else applies to this key: matching patterns, else additionalProperties
             // (for keys only `required` names), and propertyNames.
-            let mut parts = vec![schema.clone()];
+            let mut parts: Vec<&Value> = vec![schema];
             let mut matched = false;
             for (pat, ps, re) in &patterns {
                 match re {
                     Some(re) => {
                         if re.is_match(&key, Anchoring::Search) {
                             matched = true;
-                            parts.push(ps.clone());
+                            parts.push(ps);
                         }
                     }
                     None => self.relax("patternProperties", ptr, format!("pattern `{pat}` is not enforced"))?,
                 }
             }
             if !props.contains_key(&key) && !matched {
-                parts.push(additional_schema.clone());
+                parts.push(additional_schema);
             }
             if let Some(ns) = names_schema {
                 match validate(self.root, ns, &Value::String(key.clone()), 0) {
                     Verdict::Valid => {}
-                    Verdict::Invalid => parts.push(Value::Bool(false)),
+                    Verdict::Invalid => parts.push(&NOTHING),
                     Verdict::Unknown(kw) => {
                         self.relax(kw, ptr, "propertyNames is not checked on declared properties")?
                     }
                 }
             }
             let value = if parts.len() == 1 {
-                self.schema_value(&schema, &kptr, level + 1)?
+                self.schema_value(schema, &kptr, level + 1)?
             } else {
                 let mut merged = Value::Bool(true);
-                for p in &parts {
+                for p in parts {
                     merged = super::merge::merge_pair(self, &merged, p, &kptr)?;
                 }
                 self.schema_value(&merged, &kptr, level + 1)?
@@ -181,10 +187,10 @@ impl Lowerer<'_> {
             let value = self.schema_value(ps, &pptr, level + 1)?;
             extra.push(seq(vec![key, self.layout.colon(), value]));
         }
-        let other_value = self.schema_value(&additional_schema, &format!("{ptr}/additionalProperties"), level + 1)?;
+        let other_value = self.schema_value(additional_schema, &format!("{ptr}/additionalProperties"), level + 1)?;
         if !is_never(&other_value) {
             if !patterns.is_empty()
-                && patterns.iter().any(|(_, ps, _)| ps != &Value::Bool(true) && ps != &Value::Object(Map::new()))
+                && patterns.iter().any(|(_, ps, _)| **ps != Value::Bool(true) && **ps != Value::Object(Map::new()))
             {
                 self.relax(
                     "patternProperties",
@@ -219,7 +225,7 @@ impl Lowerer<'_> {
         let any = self.opts.property_order == PropertyOrder::Any;
         let additional = if is_never(&additional) {
             None
-        } else if additional.node_count() > 24 && !list.is_empty() && !any {
+        } else if additional.has_more_nodes_than(24) && !list.is_empty() && !any {
             Some(self.rule_for("extra", additional)?)
         } else {
             Some(additional)

@@ -23,6 +23,36 @@ pub(super) fn run(rules: Vec<Rule>, root: RuleId) -> (Vec<Rule>, RuleId) {
             exprs.extend(e.children());
         }
     }
+    keep(rules, root, &reachable, None)
+}
+
+/// Which of the `n` rules are reachable from `root`, given each rule's references (`refs(r)`),
+/// collected by a walk that already happened.
+pub(super) fn reachable_from<'a>(n: usize, root: RuleId, refs: impl Fn(usize) -> &'a [RuleId]) -> Vec<bool> {
+    let mut reachable = vec![false; n];
+    reachable[root.index()] = true;
+    let mut stack = vec![root];
+    while let Some(r) = stack.pop() {
+        for &t in refs(r.index()) {
+            if !reachable[t.index()] {
+                reachable[t.index()] = true;
+                stack.push(t);
+            }
+        }
+    }
+    reachable
+}
+
+/// The rules with `reachable[i]`, renumbered in order (references rewritten), and the new root.
+/// `refs(i)`, when known, lists the references of rule `i` (without its lookahead's): a rule
+/// whose references all keep their id is not walked (rules are dropped near the end of a
+/// generated grammar more often than not).
+pub(super) fn keep<'a>(
+    rules: Vec<Rule>,
+    root: RuleId,
+    reachable: &[bool],
+    refs: Option<&dyn Fn(usize) -> &'a [RuleId]>,
+) -> (Vec<Rule>, RuleId) {
     if reachable.iter().all(|&r| r) {
         return (rules, root);
     }
@@ -36,9 +66,13 @@ pub(super) fn run(rules: Vec<Rule>, root: RuleId) -> (Vec<Rule>, RuleId) {
     }
     let remap = |e: &mut Expr| remap_refs(e, &new_id);
     let mut out = Vec::with_capacity(next);
+    // Ids below the first dropped rule do not change.
+    let first_dropped = reachable.iter().position(|&r| !r).unwrap_or(rules.len());
     for (i, mut rule) in rules.into_iter().enumerate() {
         if reachable[i] {
-            remap(&mut rule.body);
+            if refs.is_none_or(|refs| refs(i).iter().any(|r| r.index() >= first_dropped)) {
+                remap(&mut rule.body);
+            }
             if let Some(la) = rule.lookahead.as_mut() {
                 remap(la);
             }

@@ -9,29 +9,23 @@
 //! 3. [`dead_rules`]: drop rules unreachable from the root and renumber the rest, keeping
 //!    their relative order.
 //! 4. [`productive`]: every remaining rule must match at least one string.
+//!
+//! A front-end that computed which rules are productive (with [`productive_bodies`]) hands its
+//! rules to [`run_pruning`] instead ([`prune_normalize`]): one walk per body prunes the
+//! unproductive parts, checks the size limits, normalizes and collects the references for
+//! pass 3.
 
 mod dead_rules;
 mod normalize;
 mod productive;
+mod prune_normalize;
 
 use super::{Grammar, GrammarError, Rule, RuleId};
 
 pub(crate) use productive::productive_bodies;
+pub(crate) use prune_normalize::run as run_pruning;
 
-/// Whether [`run`] checks productivity (pass 4), or trusts a front-end that already removed
-/// every unproductive part with [`productive_bodies`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Productivity {
-    Check,
-    Trusted,
-}
-
-pub(crate) fn run(
-    mut rules: Vec<Rule>,
-    root: RuleId,
-    undefined: &[usize],
-    productivity: Productivity,
-) -> Result<Grammar, GrammarError> {
+pub(crate) fn run(mut rules: Vec<Rule>, root: RuleId, undefined: &[usize]) -> Result<Grammar, GrammarError> {
     if let Some(&i) = undefined.first() {
         return Err(GrammarError::UndefinedRule { name: rules[i].name.clone() });
     }
@@ -39,10 +33,6 @@ pub(crate) fn run(
         normalize::rule(rule)?;
     }
     let (rules, root) = dead_rules::run(rules, root);
-    if productivity == Productivity::Check {
-        productive::check(&rules)?;
-    } else {
-        debug_assert!(productive::check(&rules).is_ok(), "a trusted front-end left an unproductive rule");
-    }
+    productive::check(&rules)?;
     Ok(Grammar::from_parts(rules, root))
 }

@@ -27,16 +27,53 @@ fn expr(mut e: Expr, rule: &str) -> Result<Expr, GrammarError> {
 /// every sequence and choice (a new vector each) was most of this pass's cost.
 fn in_place(e: &mut Expr, rule: &str) -> Result<(), GrammarError> {
     match e {
-        Expr::Bytes(b) if b.is_empty() => *e = Expr::Empty,
         Expr::Seq(items) => {
             for x in items.iter_mut() {
                 in_place(x, rule)?;
             }
+        }
+        Expr::Choice(alts) => {
+            for x in alts.iter_mut() {
+                in_place(x, rule)?;
+            }
+        }
+        Expr::Repeat(r) => {
+            check_bounds(r.min, r.max, rule)?;
+            in_place(&mut r.expr, rule)?;
+        }
+        Expr::TagDispatch(t) => {
+            for b in t.bodies.iter_mut() {
+                in_place(b, rule)?;
+            }
+        }
+        _ => {}
+    }
+    node(e);
+    Ok(())
+}
+
+/// A repetition's bounds are well ordered.
+pub(super) fn check_bounds(min: u32, max: Option<u32>, rule: &str) -> Result<(), GrammarError> {
+    match max {
+        Some(max) if min > max => Err(GrammarError::InvalidRepeat { rule: rule.to_string(), min, max }),
+        _ => Ok(()),
+    }
+}
+
+/// Normalizes the node `e` itself, whose children are normal already (the walks that call it
+/// go bottom-up). Repetition bounds are checked by the caller, before the walk descends.
+#[inline]
+pub(super) fn node(e: &mut Expr) {
+    match e {
+        Expr::Bytes(b) if b.is_empty() => *e = Expr::Empty,
+        Expr::Seq(items) => {
             let irregular = items.len() < 2
                 || items.iter().any(|x| matches!(x, Expr::Empty | Expr::Seq(_)))
                 || items.windows(2).any(|w| matches!((&w[0], &w[1]), (Expr::Bytes(_), Expr::Bytes(_))));
             if irregular {
-                let mut out: Vec<Expr> = Vec::with_capacity(items.len());
+                // The flattened length, so that flattening never reallocates.
+                let len = items.iter().map(|x| if let Expr::Seq(inner) = x { inner.len() } else { 1 }).sum();
+                let mut out: Vec<Expr> = Vec::with_capacity(len);
                 for item in std::mem::take(items) {
                     match item {
                         Expr::Empty => {}
@@ -52,9 +89,6 @@ fn in_place(e: &mut Expr, rule: &str) -> Result<(), GrammarError> {
             }
         }
         Expr::Choice(alts) => {
-            for x in alts.iter_mut() {
-                in_place(x, rule)?;
-            }
             if alts.iter().any(|x| matches!(x, Expr::Choice(_))) {
                 let mut flat: Vec<Expr> = Vec::with_capacity(alts.len());
                 for alt in std::mem::take(alts) {
@@ -73,27 +107,13 @@ fn in_place(e: &mut Expr, rule: &str) -> Result<(), GrammarError> {
             }
             // An empty choice matches nothing; `productive` reports it.
         }
-        Expr::Repeat(r) => {
-            if let Some(max) = r.max {
-                if r.min > max {
-                    return Err(GrammarError::InvalidRepeat { rule: rule.to_string(), min: r.min, max });
-                }
-            }
-            in_place(&mut r.expr, rule)?;
-            match (&r.expr, r.min, r.max) {
-                (Expr::Empty, _, _) | (_, _, Some(0)) => *e = Expr::Empty,
-                (_, 1, Some(1)) => *e = std::mem::replace(&mut r.expr, Expr::Empty),
-                _ => {}
-            }
-        }
-        Expr::TagDispatch(t) => {
-            for b in t.bodies.iter_mut() {
-                in_place(b, rule)?;
-            }
-        }
+        Expr::Repeat(r) => match (&r.expr, r.min, r.max) {
+            (Expr::Empty, _, _) | (_, _, Some(0)) => *e = Expr::Empty,
+            (_, 1, Some(1)) => *e = std::mem::replace(&mut r.expr, Expr::Empty),
+            _ => {}
+        },
         _ => {}
     }
-    Ok(())
 }
 
 fn push_seq(out: &mut Vec<Expr>, x: Expr) {
@@ -122,6 +142,11 @@ fn dedup(alts: Vec<Expr>) -> Vec<Expr> {
         }
     }
     if alts.len() <= 8 {
+        // Usually nothing repeats: checking first leaves the vector where it is (moving every
+        // alternative into a new one was most of this pass's writes).
+        if !(1..alts.len()).any(|i| alts[..i].contains(&alts[i])) {
+            return alts;
+        }
         let mut out: Vec<Expr> = Vec::with_capacity(alts.len());
         for x in alts {
             if !out.contains(&x) {

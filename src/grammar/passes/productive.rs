@@ -7,8 +7,9 @@
 //! repetition with a positive minimum, none for a literal), and a node whose count reaches
 //! zero notifies its parent once; a rule body that becomes productive notifies the
 //! references to that rule. Each node and reference is visited a bounded number of times,
-//! so the check is linear in the grammar's size. Bodies that are productive by themselves
-//! are settled first by a direct check, and only the others are flattened.
+//! so the check is linear in the grammar's size. Bodies that are productive given the rules
+//! settled before them are settled first by a direct check in id order, and only the others
+//! are flattened.
 
 use crate::grammar::{Expr, GrammarError, Rule};
 
@@ -30,13 +31,14 @@ pub(super) fn check(rules: &[Rule]) -> Result<(), GrammarError> {
 /// Which of the `n` rule bodies (`body(i)`) match at least one string, in linear time.
 pub(crate) fn productive_bodies<'a>(n: usize, body: impl Fn(usize) -> &'a Expr) -> Vec<bool> {
     let rules: Vec<&Expr> = (0..n).map(body).collect();
-    // Most bodies are productive without any rule (an alternative of literals, an empty
-    // alternative): a direct check, which stops at the first productive alternative, settles
-    // them without flattening their nodes. Only the others go through the propagation.
+    // Most bodies are productive given the rules before them (generated grammars define a
+    // rule's parts before the rule: an object's members before the object): a direct check in
+    // id order, which stops at the first productive alternative and trusts only the rules it
+    // settled already, settles them without flattening their nodes. Only the others go
+    // through the propagation.
     let mut productive = vec![false; rules.len()];
-    let none = vec![false; rules.len()];
-    for (p, rule) in productive.iter_mut().zip(&rules) {
-        *p = rule.is_productive(&none);
+    for (i, rule) in rules.iter().enumerate() {
+        productive[i] = rule.is_productive(&productive);
     }
     // Flattened nodes: their parent and how many children they still need.
     let mut parent: Vec<Parent> = Vec::new();
