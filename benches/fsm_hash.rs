@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use maskforge::fsm::hash::hash_rules;
 use maskforge::fsm::GrammarFsm;
-use maskforge::grammar::escape_literal;
+use maskforge::internals::escape_literal;
 use maskforge::parse_ebnf;
-use maskforge::util::stats::Summary;
+use maskforge_bench::stats::Summary;
 use serde_json::Value;
 
 mod common;

@@ -7,10 +7,10 @@
 
 use std::time::Instant;
 
-use maskforge::cache::MaskCacheMode;
 use maskforge::tokenizer::load_tokenizer;
-use maskforge::util::stats::Summary;
+use maskforge::MaskCacheMode;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
+use maskforge_bench::stats::Summary;
 
 mod common;
 use common::arg;

@@ -8,11 +8,11 @@
 
 use std::time::Instant;
 
-use maskforge::frontend::protocol::{protocol_structural_tag, ProtocolOptions, ToolChoice};
-use maskforge::frontend::structural_tag::structural_tag_to_grammar;
+use maskforge::structural_tag_to_grammar;
 use maskforge::tokenizer::load_tokenizer;
-use maskforge::util::stats::Summary;
+use maskforge::{protocol_structural_tag, ProtocolOptions, ToolChoice};
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
+use maskforge_bench::stats::Summary;
 use serde_json::Value;
 
 mod common;

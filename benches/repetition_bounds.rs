@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use maskforge::frontend::json_schema::JsonSchemaOptions;
 use maskforge::tokenizer::load_tokenizer;
+use maskforge::JsonSchemaOptions;
 use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler};
 use serde_json::json;
 

@@ -6,10 +6,10 @@
 
 use std::time::Instant;
 
-use maskforge::cache::MaskCacheMode;
 use maskforge::tokenizer::load_tokenizer;
-use maskforge::util::stats::Summary;
+use maskforge::MaskCacheMode;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask, JSON_GRAMMAR_EBNF};
+use maskforge_bench::stats::Summary;
 
 struct Case {
     name: &'static str,

@@ -11,8 +11,8 @@ mod common;
 use std::time::Instant;
 
 use maskforge::tokenizer::load_tokenizer;
-use maskforge::util::stats::Summary;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
+use maskforge_bench::stats::Summary;
 
 fn main() {
     let tokenizer = common::arg("--tokenizer", "llama3");

@@ -4,7 +4,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use maskforge::cache::MaskCacheMode;
+use maskforge::MaskCacheMode;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 
 use crate::support::fixtures::{encode, vocab};

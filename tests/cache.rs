@@ -2,8 +2,8 @@
 //! exact oracle's bit for bit, on random grammars with a small vocabulary (repetitions expanded
 //! and counted) and on the builtin JSON grammar with the real Llama 3 vocabulary.
 
-use maskforge::cache::MaskCacheMode;
 use maskforge::fsm::FsmLimits;
+use maskforge::MaskCacheMode;
 use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
 use proptest::prelude::*;
 
@@ -113,7 +113,7 @@ fn llama3_json_cache_equals_oracle() {
 #[test]
 fn llama3_maskbench_schemas_cache_equals_oracle() {
     use crate::support::fixtures::maskbench_files;
-    use maskforge::frontend::json_schema::JsonSchemaOptions;
+    use maskforge::JsonSchemaOptions;
     let v = vocab("llama3").clone();
     let options: JsonSchemaOptions = serde_json::from_value(serde_json::json!({"strict_mode": false})).unwrap();
     let mut checked = 0;

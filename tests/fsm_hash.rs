@@ -13,10 +13,10 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use maskforge::compiler::JSON_GRAMMAR_EBNF;
 use maskforge::fsm::hash::{hash_rules, FsmHashes, UNREACHABLE};
 use maskforge::fsm::{build_grammar_fsm, FsmLimits, GrammarFsm, RuleKind, StateId};
-use maskforge::grammar::Repeat;
+use maskforge::Repeat;
+use maskforge::JSON_GRAMMAR_EBNF;
 use maskforge::{parse_ebnf, Expr, Grammar, GrammarBuilder, RuleId};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -5,8 +5,8 @@
 //! (`", "`, `": "`) and indented with `\uXXXX` escapes (any whitespace is on); invalid ones
 //! are given as text.
 
-use maskforge::frontend::json_schema::{JsonSchemaOptions, PropertyOrder, SchemaErrorKind};
 use maskforge::{CompiledGrammar, CompilerConfig, Error, GrammarCompiler, GrammarMatcher, TokenBitmask};
+use maskforge::{JsonSchemaOptions, PropertyOrder, SchemaErrorKind};
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{encode, load};

@@ -1,4 +1,4 @@
-//! The module layering of STYLE.md §3.1, enforced: each layer may only name the crate modules
+//! The module layering of docs/ARCHITECTURE.md, enforced: each layer may only name the crate modules
 //! below it, and the two external crates with a single home stay there.
 
 use std::path::{Path, PathBuf};
@@ -104,4 +104,52 @@ fn thread_safety_contract() {
     send_sync_unwind::<maskforge::Vocabulary>();
     send_sync_unwind::<maskforge::Grammar>();
     send::<maskforge::GrammarMatcher>();
+}
+
+/// The workspace's tools sit beside the library: its normal dependencies name no member crate and
+/// none of the crates only the tools need (CLI parsing, an allocator, an RNG, compression outside
+/// the default-off `gzip` feature), and its sources never name a member crate.
+#[test]
+fn the_library_depends_on_no_tool() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let dependencies = manifest_section(&manifest, "[dependencies]");
+    for banned in ["maskforge-cli", "maskforge-bench", "clap", "mimalloc", "rand", "criterion"] {
+        let named = dependencies.lines().any(|l| l.trim_start().starts_with(&format!("{banned} ")));
+        assert!(!named, "the library's [dependencies] name `{banned}`:\n{dependencies}");
+    }
+    for line in dependencies.lines().filter(|l| l.starts_with("flate2")) {
+        assert!(line.contains("optional = true"), "flate2 must stay behind the `gzip` feature: {line}");
+    }
+    let members = ["crates/maskforge-cli", "crates/maskforge-bench"];
+    assert!(members.iter().all(|m| manifest.contains(&format!("\"{m}\""))), "the workspace lists its members");
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    for f in files {
+        for (n, line) in code_lines(&f) {
+            assert!(
+                !line.contains("maskforge_cli") && !line.contains("maskforge_bench"),
+                "{}:{n} names a tool crate",
+                f.display()
+            );
+        }
+    }
+}
+
+/// The text of a TOML section: from its header to the next header.
+fn manifest_section<'a>(manifest: &'a str, header: &str) -> &'a str {
+    let start = manifest.find(header).map(|i| i + header.len()).expect("section present");
+    let rest = &manifest[start..];
+    &rest[..rest.find("\n[").unwrap_or(rest.len())]
+}
+
+/// The tools depend on the library, never the other way round: each member names `maskforge`.
+#[test]
+fn the_tools_depend_on_the_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for member in ["crates/maskforge-cli", "crates/maskforge-bench"] {
+        let manifest = std::fs::read_to_string(root.join(member).join("Cargo.toml")).unwrap();
+        let dependencies = manifest_section(&manifest, "[dependencies]");
+        assert!(dependencies.contains("maskforge = { path = \"../..\""), "{member} depends on the library");
+    }
 }

@@ -1,11 +1,10 @@
-//! The single integration-test binary (STYLE.md §3.6): every suite is a module here.
+//! The single integration-test binary: every suite is a module here (one link, one process).
 
 mod support;
 
 mod alloc;
 
 mod cache;
-mod cli;
 mod earley;
 mod ebnf;
 mod fsm_hash;

@@ -1,5 +1,5 @@
 //! The MaskBench ratchet: every file of `maskbench-dev` through the runner
-//! (`maskforge::maskbench::run_file`, spec-compliant options, `llama3`), compared with the
+//! (`maskforge_bench::maskbench::run_file`, spec-compliant options, `llama3`), compared with the
 //! committed baseline `tests/data/maskbench_baseline.json` (file → outcome). The test fails
 //! when any file's outcome gets worse; when some improve, it says so, and
 //! `MASKFORGE_UPDATE_BASELINE=1 cargo test --release --test integration maskbench_ratchet`
@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use maskforge::maskbench::{run_file, MaskBenchConfig, Outcome};
 use maskforge::{CompilerConfig, GrammarCompiler};
+use maskforge_bench::maskbench::{run_file, MaskBenchConfig, Outcome};
 use rayon::prelude::*;
 
 use crate::support::fixtures::{load, maskbench_files};

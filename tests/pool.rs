@@ -6,11 +6,11 @@
 
 use std::sync::{Arc, OnceLock};
 
-use maskforge::cache::pool::MaskPool;
-use maskforge::frontend::json_schema::JsonSchemaOptions;
-use maskforge::toolbench::{PlainJson, Tool};
+use maskforge::JsonSchemaOptions;
+use maskforge::MaskPool;
 use maskforge::VocabularyBuilder;
 use maskforge::{CompiledGrammar, CompilerConfig, Error, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
+use maskforge_bench::toolbench::{PlainJson, Tool};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

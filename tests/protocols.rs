@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use maskforge::frontend::protocol::{Protocol, ProtocolOptions, ToolChoice};
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary, VocabularyBuilder};
+use maskforge::{Protocol, ProtocolOptions, ToolChoice};
 use serde_json::Value;
 
 use crate::support::fixtures::{corpus_dir, encode_with_special, load};

@@ -4,7 +4,7 @@
 //! Small on purpose: masks come from the exact oracle; llama2's 32k vocabulary is the
 //! cheapest.
 
-use maskforge::frontend::json_schema::JsonSchemaOptions;
+use maskforge::JsonSchemaOptions;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};

@@ -328,7 +328,7 @@ args ::= "{\"city\":\"" [A-Za-z ]+ "\"}"
     /// must still be rewritten (the token, not the text, is allowed).
     #[test]
     fn special_token_text_in_a_json_schema_literal_is_the_token() {
-        use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+        use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
         let compiler = GrammarCompiler::new(vocab("gptoss").clone(), CompilerConfig::default());
         let spelled = encode("gptoss", "<|channel|>");
         for schema in [

@@ -1,16 +1,16 @@
-//! `maskforge::toolbench` end to end: requests of real tools (the corpus pool) in plain JSON and
+//! `maskforge_bench::toolbench` end to end: requests of real tools (the corpus pool) in plain JSON and
 //! in protocol formats, each valid ground-truth call accepted token by token with a mask before
 //! every token, with the family's real tokenizer.
 
-use maskforge::frontend::protocol::{ProtocolOptions, ToolChoice};
-use maskforge::toolbench::{
+use maskforge::{CompilerConfig, GrammarCompiler};
+use maskforge::{ProtocolOptions, ToolChoice};
+use maskforge_bench::toolbench::{
     load_tools, load_valid_calls, run_setting, PlainJson, ProtocolCalls, Setting, ToolBenchConfig, ToolProtocol,
 };
-use maskforge::{CompilerConfig, GrammarCompiler};
 
 use crate::support::fixtures::{corpus_dir, load};
 
-fn run(tokenizer: &str, protocol: &dyn ToolProtocol, setting: Setting) -> maskforge::toolbench::SettingReport {
+fn run(tokenizer: &str, protocol: &dyn ToolProtocol, setting: Setting) -> maskforge_bench::toolbench::SettingReport {
     let dir = corpus_dir().join("tools");
     let tools = load_tools(&dir).expect("the corpus tool pool (scripts/fetch-corpus)");
     let calls = load_valid_calls(&dir).expect("the corpus ground-truth calls");

@@ -142,7 +142,7 @@ struct Inner {
 /// # Example
 /// ```
 /// use std::sync::Arc;
-/// use maskforge::cache::pool::MaskPool;
+/// use maskforge::MaskPool;
 /// use maskforge::{CompilerConfig, GrammarCompiler, VocabularyBuilder};
 /// let vocab = VocabularyBuilder::new().tokens(["a", "b", "ab", "</s>"]).special(3).stop_tokens([3]).build()?;
 /// let pool = Arc::new(MaskPool::new(&vocab, 1 << 20));

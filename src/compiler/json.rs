@@ -28,7 +28,7 @@ impl GrammarCompiler {
     /// # Example
     /// ```
     /// use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, VocabularyBuilder};
-    /// use maskforge::frontend::json_schema::JsonSchemaOptions;
+    /// use maskforge::JsonSchemaOptions;
     /// let vocab = VocabularyBuilder::new().tokens(["{", "}", "\"a\"", ":", "1", "2", "</s>"]).special(6).stop_tokens([6]).build()?;
     /// let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
     /// let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "integer", "minimum": 2, "maximum": 5}}, "required": ["a"]});
@@ -69,7 +69,7 @@ impl GrammarCompiler {
     /// # Example
     /// ```
     /// use maskforge::{CompilerConfig, GrammarCompiler, VocabularyBuilder};
-    /// use maskforge::frontend::json_schema::JsonSchemaOptions;
+    /// use maskforge::JsonSchemaOptions;
     /// #[derive(schemars::JsonSchema)]
     /// #[allow(dead_code)]
     /// struct Point { x: i32, y: Option<f64> }

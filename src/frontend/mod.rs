@@ -17,7 +17,7 @@
 //! non-ASCII text in a terminal.
 //!
 //! Front-ends depend only on `grammar` (and `util`): they never see automata (see the layer
-//! rules in `STYLE.md` §3.1).
+//! rules in `docs/ARCHITECTURE.md`, enforced by `tests/layering.rs`).
 //!
 //! * [`ebnf`]: XGrammar's EBNF dialect.
 //! * [`regex`]: ECMA-262 regular expressions (JSON Schema `pattern`, XGrammar's `Regex`).
@@ -62,7 +62,7 @@ impl Span {
     ///
     /// # Example
     /// ```
-    /// use maskforge::frontend::{Position, Span};
+    /// use maskforge::{Position, Span};
     /// let text = "a ::= \"x\"\nbé ::= b";
     /// assert_eq!(Span::new(17, 18).position(text), Position { line: 2, column: 7 });
     /// ```
@@ -87,7 +87,7 @@ impl Position {
     ///
     /// # Example
     /// ```
-    /// use maskforge::frontend::Position;
+    /// use maskforge::Position;
     /// assert_eq!(Position::of_offset("ab\r\ncd", 5), Position { line: 2, column: 2 });
     /// ```
     pub fn of_offset(text: &str, offset: usize) -> Position {
@@ -141,7 +141,7 @@ const EXCERPT_WIDTH: usize = 100;
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::ebnf::{parse_ebnf, EbnfError};
+/// use maskforge::{parse_ebnf, EbnfError};
 /// let err = parse_ebnf("root ::= \"a\"\nfoo = \"x\"\n", "root").unwrap_err();
 /// let EbnfError::Syntax(e) = &err else { panic!("not a syntax error: {err}") };
 /// assert_eq!((e.line(), e.column()), (2, 5));

@@ -109,7 +109,7 @@ impl RegexError {
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::regex::regex_to_expr;
+/// use maskforge::regex_to_expr;
 /// let e = regex_to_expr(r"^[a-c]{2,}x?$")?;
 /// assert!(regex_to_expr(r"(a)\1").unwrap_err().to_string().contains("backreference"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -26,6 +26,15 @@ pub enum VocabError {
         #[source]
         source: std::io::Error,
     },
+    /// The data is gzip-compressed, and the library was built without its `gzip` feature.
+    #[error(
+        "{origin} is gzip-compressed: decompress it first, or build maskforge with its `gzip` feature \
+         (`maskforge = {{ version = \"...\", features = [\"gzip\"] }}`)"
+    )]
+    GzipDisabled {
+        /// Where the data came from (a quoted path, or a description).
+        origin: String,
+    },
     /// A JSON document is malformed or has an unexpected shape.
     #[error("invalid {what}: {message}")]
     Json {

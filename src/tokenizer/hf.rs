@@ -33,9 +33,9 @@ use super::{source, VocabError, VocabKind, Vocabulary};
 ///   with its three byte tokens. The result is checked.
 ///
 /// # Example
-/// ```
-/// use maskforge::tokenizer::load_embedded_default;
-/// let (vocab, encoder) = load_embedded_default()?;
+/// ```no_run
+/// // A byte-level BPE tokenizer (Qwen3's, say).
+/// let (vocab, encoder) = maskforge::load_tokenizer("tokenizer.json")?;
 /// let ids = encoder.encode_for_matching("{\"a\": 1}")?;
 /// assert_eq!(vocab.concat_bytes(&ids), b"{\"a\": 1}");
 /// # Ok::<(), maskforge::tokenizer::VocabError>(())
@@ -102,9 +102,9 @@ impl TextEncoder {
     /// space, no normalization, special-token strings spelled with normal tokens. Fails with
     /// [`VocabError::NotByteExact`] if the tokenizer cannot spell the text (an unknown token).
     ///
-    /// ```
-    /// use maskforge::tokenizer::load_embedded_default;
-    /// let (vocab, encoder) = load_embedded_default()?;
+    /// ```no_run
+    /// // Qwen3's tokenizer, whose `<|im_end|>` is a special token.
+    /// let (vocab, encoder) = maskforge::load_tokenizer("tokenizer.json")?;
     /// let ids = encoder.encode_for_matching("<|im_end|>")?;
     /// assert!(ids.len() > 1 && ids.iter().all(|&id| !vocab.is_special(id)));
     /// assert_eq!(encoder.encode("<|im_end|>")?, vec![vocab.token_id("<|im_end|>").unwrap()]);
@@ -162,19 +162,6 @@ pub fn load_tokenizer(name_or_path: &str) -> Result<(Vocabulary, TextEncoder), V
     let vocab = Vocabulary::from_tokenizer_json(&json, config.as_deref())?;
     let encoder = TextEncoder::new(&json, &vocab)?;
     Ok((vocab, encoder))
-}
-
-/// The vocabulary and encoder of the Qwen3 tokenizer compiled into the crate (see
-/// [`Vocabulary::embedded_default`]). Loaded once per process, then cloned.
-pub fn load_embedded_default() -> Result<(Vocabulary, TextEncoder), VocabError> {
-    static CACHE: OnceLock<(Vocabulary, TextEncoder)> = OnceLock::new();
-    if let Some(pair) = CACHE.get() {
-        return Ok(pair.clone());
-    }
-    let vocab = Vocabulary::embedded_default()?;
-    let (json, _) = source::embedded_files()?;
-    let encoder = TextEncoder::new(&json, &vocab)?;
-    Ok(CACHE.get_or_init(|| (vocab, encoder)).clone())
 }
 
 fn to_value(v: &impl serde::Serialize) -> Result<Value, VocabError> {

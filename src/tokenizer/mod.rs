@@ -13,8 +13,8 @@
 //! * [`VocabularyBuilder`] builds small vocabularies from bytes, for tests and doctests.
 //! * [`TextEncoder`] (in `hf.rs`, the only file naming the `tokenizers` crate) encodes text to
 //!   ids, including [`TextEncoder::encode_for_matching`], whose ids spell exactly the input.
-//! * [`resolve_tokenizer`] finds the test tokenizers (`llama3`, `qwen3`, `gptoss`, `llama2`) and
-//!   [`Vocabulary::embedded_default`] loads the Qwen3 tokenizer compiled into the crate.
+//! * [`load_tokenizer`] loads a `tokenizer.json` file (or a model folder holding one, with its
+//!   `tokenizer_config.json`): the vocabulary and its encoder.
 //!
 //! ## Stop tokens
 //!
@@ -39,8 +39,12 @@ use std::sync::Arc;
 
 pub use builder::VocabularyBuilder;
 pub use error::VocabError;
-pub use hf::{load_embedded_default, load_tokenizer, TextEncoder};
-pub use source::{fixtures_dir, resolve_tokenizer, TokenizerFiles, FIXTURES_ENV, FIXTURE_NAMES};
+pub use hf::{load_tokenizer, TextEncoder};
+pub use source::TokenizerFiles;
+// The project's test-fixture names: for its own tests, benchmarks and command-line tool.
+pub use source::resolve_tokenizer;
+#[doc(hidden)]
+pub use source::{fixtures_dir, FIXTURES_ENV, FIXTURE_NAMES};
 
 /// The largest vocabulary size accepted (16,777,216 ids), far above any real model (the largest
 /// are around 260,000). It bounds the memory a malformed file can make the loader allocate.

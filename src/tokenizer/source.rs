@@ -1,13 +1,13 @@
-//! Where tokenizer files come from: reading files (plain or gzip, told apart by the magic
-//! bytes), the names of the test tokenizers in the fixtures folder ([`resolve_tokenizer`]),
-//! and the Qwen3 tokenizer compiled into the crate ([`Vocabulary::embedded_default`]).
+//! Where tokenizer files come from: reading files (plain, or gzip with the `gzip` feature; told
+//! apart by the magic bytes), model folders, and the names of the project's test tokenizers in
+//! its fixtures folder ([`resolve_tokenizer`]).
 //!
 //! The fixtures are not in the repository (the Llama licenses forbid redistributing them with
-//! it): `scripts/fetch-tokenizers` puts them into `fixtures/tokenizers/`.
+//! it): `scripts/fetch-tokenizers` puts them into `fixtures/tokenizers/`. The fixture names are
+//! a convenience of the project's own tests, benchmarks and command-line tool, hidden from the
+//! documentation.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use super::{VocabError, Vocabulary};
 
@@ -16,9 +16,6 @@ pub const FIXTURE_NAMES: [&str; 4] = ["llama3", "qwen3", "gptoss", "llama2"];
 
 /// The environment variable naming the fixtures folder (default: `fixtures/` of the crate root).
 pub const FIXTURES_ENV: &str = "MASKFORGE_FIXTURES";
-
-const EMBEDDED_JSON_GZ: &[u8] = include_bytes!("../../assets/qwen3/qwen3.tokenizer.json.gz");
-const EMBEDDED_CONFIG: &[u8] = include_bytes!("../../assets/qwen3/qwen3.tokenizer_config.json");
 
 /// The files of one tokenizer, as found by [`resolve_tokenizer`].
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -103,58 +100,40 @@ pub(crate) fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, VocabError> {
     maybe_gunzip(data, || format!("`{}`", path.display()))
 }
 
-/// Decompresses `data` if it starts with the gzip magic bytes `1f 8b`; returns it unchanged otherwise.
+/// Decompresses `data` if it starts with the gzip magic bytes `1f 8b`; returns it unchanged
+/// otherwise. Without the `gzip` feature, gzip data is a [`VocabError::GzipDisabled`].
 pub(crate) fn maybe_gunzip(data: Vec<u8>, origin: impl FnOnce() -> String) -> Result<Vec<u8>, VocabError> {
     if !data.starts_with(&[0x1f, 0x8b]) {
         return Ok(data);
     }
+    gunzip(&data, origin)
+}
+
+#[cfg(feature = "gzip")]
+fn gunzip(data: &[u8], origin: impl FnOnce() -> String) -> Result<Vec<u8>, VocabError> {
+    use std::io::Read;
     // The trailer holds the uncompressed size mod 2^32: a capacity hint, bounded against lies.
     let hint = match data.len().checked_sub(4).map(|at| &data[at..]) {
         Some(&[a, b, c, d]) => (u32::from_le_bytes([a, b, c, d]) as usize).min(data.len().saturating_mul(32)),
         _ => 0,
     };
     let mut out = Vec::with_capacity(hint);
-    flate2::read::MultiGzDecoder::new(&data[..])
+    flate2::read::MultiGzDecoder::new(data)
         .read_to_end(&mut out)
         .map_err(|source| VocabError::Gzip { origin: origin(), source })?;
     Ok(out)
 }
 
-/// The bytes of the embedded Qwen3 `tokenizer.json` (decompressed) and `tokenizer_config.json`.
-pub(crate) fn embedded_files() -> Result<(Vec<u8>, &'static [u8]), VocabError> {
-    let json = maybe_gunzip(EMBEDDED_JSON_GZ.to_vec(), || "the embedded Qwen3 tokenizer".to_string())?;
-    Ok((json, EMBEDDED_CONFIG))
-}
-
-impl Vocabulary {
-    /// The vocabulary of the Qwen3 tokenizer compiled into the crate (Apache-2.0, see
-    /// `assets/qwen3/NOTICE`): byte-level BPE, vocabulary size 151,669, stop token `<|im_end|>`.
-    /// It needs no file, which makes it the default of examples and of the command-line tool.
-    /// Loaded once per process (about 11 MB of JSON) and then cloned.
-    ///
-    /// ```
-    /// use maskforge::tokenizer::{VocabKind, Vocabulary};
-    /// let vocab = Vocabulary::embedded_default()?;
-    /// assert_eq!(vocab.kind(), VocabKind::ByteLevel);
-    /// assert_eq!(vocab.vocab_size(), 151_669);
-    /// assert_eq!(vocab.stop_token_ids(), &[vocab.token_id("<|im_end|>").unwrap()]);
-    /// # Ok::<(), maskforge::tokenizer::VocabError>(())
-    /// ```
-    pub fn embedded_default() -> Result<Vocabulary, VocabError> {
-        static CACHE: OnceLock<Vocabulary> = OnceLock::new();
-        if let Some(vocab) = CACHE.get() {
-            return Ok(vocab.clone());
-        }
-        let (json, config) = embedded_files()?;
-        let vocab = Vocabulary::from_tokenizer_json(&json, Some(config))?;
-        Ok(CACHE.get_or_init(|| vocab).clone())
-    }
+#[cfg(not(feature = "gzip"))]
+fn gunzip(_: &[u8], origin: impl FnOnce() -> String) -> Result<Vec<u8>, VocabError> {
+    Err(VocabError::GzipDisabled { origin: origin() })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[cfg(feature = "gzip")]
     fn gzip(data: &[u8]) -> Vec<u8> {
         use std::io::Write;
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -163,6 +142,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "gzip")]
     fn gzip_is_detected_by_magic_bytes() {
         let json = br#"{"model": {"vocab": {"a": 0}}}"#.to_vec();
         assert_eq!(maybe_gunzip(json.clone(), String::new).unwrap(), json);
@@ -197,23 +177,32 @@ mod tests {
 
     #[test]
     fn files_and_folders_resolve_with_sibling_configs() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/qwen3");
+        let dir = std::env::temp_dir().join(format!("maskforge-resolve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
         let tok = dir.join("qwen3.tokenizer.json.gz");
-        let files = resolve_tokenizer(tok.to_str().unwrap()).unwrap();
-        assert_eq!(
-            files,
-            TokenizerFiles { tokenizer: tok.clone(), config: Some(dir.join("qwen3.tokenizer_config.json")) }
-        );
+        let config = dir.join("qwen3.tokenizer_config.json");
         let notice = dir.join("NOTICE");
+        for file in [&tok, &config, &notice] {
+            std::fs::write(file, b"{}").unwrap();
+        }
+        let files = resolve_tokenizer(tok.to_str().unwrap()).unwrap();
+        assert_eq!(files, TokenizerFiles { tokenizer: tok.clone(), config: Some(config) });
         assert_eq!(resolve_tokenizer(notice.to_str().unwrap()).unwrap().config, None);
         let files = resolve_tokenizer(dir.to_str().unwrap()).unwrap();
         assert_eq!(files, TokenizerFiles { tokenizer: dir.join("tokenizer.json"), config: None });
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    // The crate's own tests build it with `gzip` (its fixtures are gzip files), so the error of a
+    // build without the feature is checked as a value.
     #[test]
-    fn embedded_default_matches_its_config() {
-        let vocab = Vocabulary::embedded_default().unwrap();
-        assert_eq!(vocab.vocab_size(), 151_669);
-        assert_eq!(vocab.stop_token_ids(), &[151_645]);
+    fn gzip_without_the_feature_names_it() {
+        let err = VocabError::GzipDisabled { origin: "`x.gz`".into() }.to_string();
+        assert!(
+            err.starts_with(
+                "`x.gz` is gzip-compressed: decompress it first, or build maskforge with its `gzip` feature"
+            ),
+            "{err}"
+        );
     }
 }

@@ -22,7 +22,6 @@ pub mod ranges;
 pub mod scc;
 pub mod sentinel;
 pub mod small_set;
-pub mod stats;
 pub mod utf8;
 
 pub use bitset::TokenBitmask;

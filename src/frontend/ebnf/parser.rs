@@ -10,7 +10,7 @@
 //!
 //! Rule bodies are parsed without recursion: open groups live on an explicit stack of
 //! [`Frame`]s (one per `(`), limited to [`MAX_NESTING`] levels, so that no input can
-//! overflow the call stack (STYLE.md §3.3). Macro arguments (`Name(...)`, see `macros.rs`)
+//! overflow the call stack. Macro arguments (`Name(...)`, see `macros.rs`)
 //! nest through tuples only and share the same limit.
 //!
 //! A rule body ends where the next `name ::=` begins or at the end of input; newlines are

@@ -98,7 +98,7 @@ pub use number::integer_range_expr;
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::json_schema::JsonSchemaOptions;
+/// use maskforge::JsonSchemaOptions;
 /// let o: JsonSchemaOptions = serde_json::from_str(r#"{"strict_mode": false, "max_whitespace_cnt": 4}"#)?;
 /// assert!(o.any_whitespace && !o.strict_mode && o.max_whitespace_cnt == Some(4));
 /// assert!(serde_json::from_str::<JsonSchemaOptions>(r#"{"strictmode": false}"#).is_err());
@@ -293,7 +293,7 @@ impl SchemaError {
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+/// use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
 /// let schema = serde_json::json!({
 ///     "type": "object",
 ///     "properties": {"age": {"type": "integer", "minimum": 18}, "tags": {"type": "array", "uniqueItems": true}},
@@ -321,7 +321,8 @@ pub fn json_schema_to_grammar(
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::json_schema::{json_schema_to_grammar_cached, JsonSchemaOptions, SchemaFragmentCache};
+/// use maskforge::internals::{json_schema_to_grammar_cached, SchemaFragmentCache};
+/// use maskforge::JsonSchemaOptions;
 /// let cache = SchemaFragmentCache::new(64);
 /// let tool = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}});
 /// let other = serde_json::json!({"type": "integer"});

@@ -221,7 +221,7 @@ fn dec_mag_sub_one(s: &str) -> String {
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::json_schema::integer_range_expr;
+/// use maskforge::internals::integer_range_expr;
 /// assert!(integer_range_expr(Some("-5"), Some("123456789012345678901234567890")).is_some());
 /// assert!(integer_range_expr(Some("3"), Some("2")).is_none());
 /// ```

@@ -249,7 +249,7 @@ pub fn protocol_names() -> Vec<&'static str> {
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::protocol::{protocol_structural_tag, ProtocolOptions, ToolChoice};
+/// use maskforge::{protocol_structural_tag, ProtocolOptions, ToolChoice};
 /// let tools = [serde_json::json!({"type": "function", "function": {"name": "get_time",
 ///     "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}})];
 /// let tag = protocol_structural_tag("qwen", &tools, &ToolChoice::Required, &ProtocolOptions::default())?;

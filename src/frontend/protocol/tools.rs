@@ -100,7 +100,7 @@ impl ToolChoice {
     ///
     /// # Example
     /// ```
-    /// use maskforge::frontend::protocol::ToolChoice;
+    /// use maskforge::ToolChoice;
     /// let c = ToolChoice::from_json(&serde_json::json!({"type": "function", "function": {"name": "f"}}))?;
     /// assert_eq!(c, ToolChoice::Function("f".into()));
     /// assert_eq!(ToolChoice::from_json(&"required".into())?, ToolChoice::Required);

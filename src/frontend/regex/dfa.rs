@@ -216,6 +216,7 @@ impl Regex {
 
 impl CodePointDfa {
     /// Whether the DFA accepts `text` (for tests and cross-checks).
+    #[cfg(test)]
     pub fn accepts(&self, text: &str) -> bool {
         let mut q = 0;
         for c in text.chars() {

@@ -46,7 +46,7 @@ mod xml_style;
 use serde_json::Value;
 
 pub use error::{StructuralTagError, StructuralTagErrorKind};
-pub use format::{parse_document, Delimiter, Format, Node, SchemaStyle, Tag, TokenRef};
+pub use format::{parse_document, Format, Node};
 
 use crate::frontend::json_schema::{JsonSchemaReport, SchemaFragmentCache};
 use crate::grammar::Grammar;
@@ -82,7 +82,7 @@ impl TokenLookup for NoTokens {
 ///
 /// # Example
 /// ```
-/// use maskforge::frontend::structural_tag::{structural_tag_to_grammar, NoTokens};
+/// use maskforge::{structural_tag_to_grammar, NoTokens};
 /// let tag = serde_json::json!({"type": "structural_tag", "format": {
 ///     "type": "sequence", "elements": [
 ///         {"type": "const_string", "value": "A: "},

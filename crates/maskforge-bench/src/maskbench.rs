@@ -32,12 +32,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::compiler::GrammarCompiler;
-use crate::frontend::json_schema::{JsonSchemaOptions, SchemaErrorKind};
-use crate::matcher::GrammarMatcher;
-use crate::tokenizer::TextEncoder;
-use crate::util::stats::Summary;
-use crate::util::TokenBitmask;
+use crate::stats::Summary;
+use maskforge::GrammarCompiler;
+use maskforge::GrammarMatcher;
+use maskforge::TextEncoder;
+use maskforge::TokenBitmask;
+use maskforge::{JsonSchemaOptions, SchemaErrorKind};
 
 /// How [`run_file`] runs.
 #[derive(Clone, Debug)]
@@ -182,7 +182,7 @@ pub fn run_file(
             // An unsatisfiable schema is a correct verdict, not a failure, when no test
             // instance is valid: the empty language rejects every instance, as it should.
             let unsatisfiable =
-                matches!(&e, crate::Error::Schema(s) if matches!(s.kind(), SchemaErrorKind::Unsatisfiable(_)));
+                matches!(&e, maskforge::Error::Schema(s) if matches!(s.kind(), SchemaErrorKind::Unsatisfiable(_)));
             let tests = file.get("tests").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
             let any_valid = tests.iter().any(|t| t.get("valid").and_then(Value::as_bool).unwrap_or(true));
             result.outcome = match (unsatisfiable, any_valid) {

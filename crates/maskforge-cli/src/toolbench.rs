@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use maskforge::cache::MaskCacheMode;
-use maskforge::frontend::protocol::{ProtocolOptions, ToolChoice};
-use maskforge::tokenizer::load_tokenizer;
-use maskforge::toolbench::{
+use maskforge::load_tokenizer;
+use maskforge::MaskCacheMode;
+use maskforge::{CompilerConfig, GrammarCompiler};
+use maskforge::{ProtocolOptions, ToolChoice};
+use maskforge_bench::toolbench::{
     load_tools, load_valid_calls, run_setting, PlainJson, ProtocolCalls, Setting, ToolBenchConfig, ToolProtocol,
 };
-use maskforge::{CompilerConfig, GrammarCompiler};
 
 #[derive(clap::Args)]
 pub struct ToolbenchArgs {

@@ -1,15 +1,15 @@
 //! Time to build every token-mask cache entry of a JSON Schema's grammar, one entry at a time
 //! (single thread), with the states' automaton sizes: where just-in-time compilation pays.
 //!
-//! `cargo run --release --example entry_cost -- SCHEMA_OR_MASKBENCH_FILE [TOKENIZER]`
+//! `cargo run --release -p maskforge-bench --bin entry_cost -- SCHEMA_OR_MASKBENCH_FILE [TOKENIZER]`
 
 use std::time::Instant;
 
 use maskforge::cache::reachable_scannable_states;
-use maskforge::frontend::json_schema::JsonSchemaOptions;
 use maskforge::tokenizer::load_tokenizer;
-use maskforge::util::stats::Summary;
+use maskforge::JsonSchemaOptions;
 use maskforge::{CompilerConfig, GrammarCompiler};
+use maskforge_bench::stats::Summary;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

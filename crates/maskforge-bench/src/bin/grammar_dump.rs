@@ -2,8 +2,8 @@
 //! specification-compliant options and under the defaults, to check that a change to the
 //! front-end or the grammar passes leaves every grammar as it was (diff two runs).
 //!
-//! `cargo run --release --example grammar_dump -- DIR > grammars.txt`
-use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+//! `cargo run --release -p maskforge-bench --bin grammar_dump -- DIR > grammars.txt`
+use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args().nth(1).ok_or("usage: grammar_dump DIR")?;

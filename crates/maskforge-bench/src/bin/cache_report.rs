@@ -1,7 +1,7 @@
 //! Prints, per scannable automaton state of a grammar, the sizes of its token-mask cache entry
 //! (accepted / rejected / uncertain) and a few uncertain tokens: where runtime checks will go.
 //!
-//! `cargo run --release --example cache_report -- [TOKENIZER] [GRAMMAR.ebnf]` (defaults: llama3
+//! `cargo run --release -p maskforge-bench --bin cache_report -- [TOKENIZER] [GRAMMAR.ebnf]` (defaults: llama3
 //! and the builtin JSON grammar).
 
 use maskforge::cache::{reachable_scannable_states, AdaptiveTokenMask};

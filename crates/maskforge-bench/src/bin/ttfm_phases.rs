@@ -2,7 +2,7 @@
 //! front-end (schema → grammar IR), automata (`fsm::build_grammar_fsm`), cache setup
 //! (`MaskCache::new`: follow sets, certain contexts) and the first mask (its JIT entries).
 //!
-//! `cargo run --release --example ttfm_phases -- FILE_OR_DIR... [--tokenizer NAME] [--top N]`
+//! `cargo run --release -p maskforge-bench --bin ttfm_phases -- FILE_OR_DIR... [--tokenizer NAME] [--top N]`
 //!
 //! Prints one line per file, slowest first, and the totals per phase.
 
@@ -10,15 +10,14 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[path = "common/cli.rs"]
-mod cli;
+use maskforge_bench::cli;
 
 use std::time::Instant;
 
 use maskforge::cache::MaskCache;
-use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use maskforge::fsm::{build_grammar_fsm, FsmLimits};
 use maskforge::tokenizer::load_tokenizer;
+use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 
 /// (file, front-end, automata, cache setup, first mask in ms, states, entries built)

@@ -8,6 +8,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod embedded;
 mod maskbench;
 mod source;
 mod toolbench;
@@ -16,8 +17,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use maskforge::util::stats::Summary;
 use maskforge::{GrammarMatcher, TokenBitmask};
+use maskforge_bench::stats::Summary;
 use rand::{Rng, SeedableRng};
 
 use source::{GrammarArgs, Loaded};

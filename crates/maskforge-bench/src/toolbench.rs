@@ -40,16 +40,16 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::cache::PoolStats;
-use crate::compiled::CompiledGrammar;
-use crate::compiler::GrammarCompiler;
-use crate::error::Error;
-use crate::frontend::json_schema::JsonSchemaOptions;
-use crate::frontend::protocol::{Protocol, ProtocolError, ProtocolErrorKind, ProtocolOptions, ToolChoice};
-use crate::matcher::GrammarMatcher;
-use crate::tokenizer::TextEncoder;
-use crate::util::stats::Summary;
-use crate::util::TokenBitmask;
+use crate::stats::Summary;
+use maskforge::CompiledGrammar;
+use maskforge::Error;
+use maskforge::GrammarCompiler;
+use maskforge::GrammarMatcher;
+use maskforge::JsonSchemaOptions;
+use maskforge::PoolStats;
+use maskforge::TextEncoder;
+use maskforge::TokenBitmask;
+use maskforge::{Protocol, ProtocolOptions, ToolChoice};
 
 /// One tool of the pool.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,14 +121,12 @@ impl ProtocolCalls {
     /// The protocol `name` (or alias).
     ///
     /// # Errors
-    /// An unknown protocol, or one whose file has no `example_response` to render calls with.
-    pub fn new(name: &str, tool_choice: ToolChoice, options: ProtocolOptions) -> Result<Self, Error> {
-        let protocol = Protocol::by_name(name)?;
+    /// An unknown protocol (the message lists the known ones), or one whose file has no
+    /// `example_response` to render calls with.
+    pub fn new(name: &str, tool_choice: ToolChoice, options: ProtocolOptions) -> Result<Self, String> {
+        let protocol = Protocol::by_name(name).map_err(|e| e.to_string())?;
         if protocol.example_response("", "").is_none() {
-            return Err(Error::Protocol(ProtocolError::new(ProtocolErrorKind::Template(format!(
-                "{}.json has no `example_response`: toolbench cannot render its calls",
-                protocol.name
-            )))));
+            return Err(format!("{}.json has no `example_response`: toolbench cannot render its calls", protocol.name));
         }
         Ok(ProtocolCalls { protocol, tool_choice, options })
     }

@@ -1,4 +1,4 @@
-//! Command-line helpers shared by the measurement examples (included with `#[path]`).
+//! Command-line helpers shared by the profiling programs in `src/bin/`.
 
 use std::path::PathBuf;
 

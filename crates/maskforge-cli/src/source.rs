@@ -3,9 +3,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use maskforge::frontend::protocol::{ProtocolOptions, ToolChoice};
-use maskforge::tokenizer::{load_embedded_default, load_tokenizer, TextEncoder};
-use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions};
+use maskforge::{
+    load_tokenizer, CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions, ProtocolOptions, TextEncoder,
+    ToolChoice,
+};
+
+use crate::embedded;
 
 /// Where the grammar and the tokenizer come from.
 #[derive(clap::Args)]
@@ -63,9 +66,11 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn new(args: &GrammarArgs) -> Result<Self, String> {
-        let loaded =
-            if args.tokenizer == "default" { load_embedded_default() } else { load_tokenizer(&args.tokenizer) };
-        let (vocab, encoder) = loaded.map_err(|e| e.to_string())?;
+        let (vocab, encoder) = if args.tokenizer == "default" {
+            embedded::load_default()?
+        } else {
+            load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?
+        };
         let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
         let t = Instant::now();
         let grammar = if let Some(path) = &args.grammar {

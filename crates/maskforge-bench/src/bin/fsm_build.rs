@@ -1,7 +1,7 @@
 //! The time of `fsm::build_grammar_fsm` alone, per JSON Schema file (single thread), and a
 //! fingerprint of what it built.
 //!
-//! `cargo run --release --example fsm_build -- FILE_OR_DIR... [--repeat N] [--top N] [--per-file]`
+//! `cargo run --release -p maskforge-bench --bin fsm_build -- FILE_OR_DIR... [--repeat N] [--top N] [--per-file]`
 //!
 //! Every file is lowered to a grammar first (untimed); then its automata are built `--repeat`
 //! times (default 3) and the fastest build counts, which takes most of the noise of a shared
@@ -14,14 +14,13 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[path = "common/cli.rs"]
-mod cli;
+use maskforge_bench::cli;
 
 use std::time::Instant;
 
-use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use maskforge::fsm::hash::hash_rules;
 use maskforge::fsm::{build_grammar_fsm, FsmLimits};
+use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use maskforge::cache::MaskCacheMode;
-use maskforge::maskbench::{run_file, summarize, FileResult, MaskBenchConfig};
-use maskforge::tokenizer::load_tokenizer;
-use maskforge::util::stats::Summary;
+use maskforge::load_tokenizer;
+use maskforge::MaskCacheMode;
 use maskforge::{CompilerConfig, GrammarCompiler};
+use maskforge_bench::maskbench::{run_file, summarize, FileResult, MaskBenchConfig};
+use maskforge_bench::stats::Summary;
 
 #[derive(clap::Args)]
 pub struct MaskbenchArgs {
@@ -99,7 +99,7 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
             Ok(file) => run_file(&compiler, &encoder, &name, &file, &config),
             Err(e) => FileResult {
                 file: name.clone(),
-                outcome: maskforge::maskbench::Outcome::CompileError,
+                outcome: maskforge_bench::maskbench::Outcome::CompileError,
                 ttfm_us: None,
                 tbm_us: Vec::new(),
                 tokens: 0,

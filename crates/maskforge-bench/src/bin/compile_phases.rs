@@ -1,7 +1,7 @@
 //! Where the compile time of tool-calling request grammars goes: front-end, automata, follow
 //! sets and certain contexts, structural hashes — medians over requests of N random tools.
 //!
-//! `cargo run --release --example compile_phases -- [N=50] [REQUESTS=30] [POOL_TOOLS=100]`
+//! `cargo run --release -p maskforge-bench --bin compile_phases -- [N=50] [REQUESTS=30] [POOL_TOOLS=100]`
 
 // The same allocator as the `maskforge` binary, so phase times add up to its TTFM.
 #[global_allocator]
@@ -11,10 +11,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use maskforge::cache::MaskCache;
-use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use maskforge::fsm::{build_grammar_fsm, hash::hash_rules, FsmLimits};
-use maskforge::toolbench::{load_tools, PlainJson, Tool};
-use maskforge::util::stats::Summary;
+use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
+use maskforge_bench::stats::Summary;
+use maskforge_bench::toolbench::{load_tools, PlainJson, Tool};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::SeedableRng;
 

@@ -1,10 +1,10 @@
 //! Lowers one JSON Schema file N times (for profiling the front-end alone).
 //!
-//! `cargo run --release --example front_loop -- FILE [N=50]`
+//! `cargo run --release -p maskforge-bench --bin front_loop -- FILE [N=50]`
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,8 +1,8 @@
 //! Prints the grammar a JSON Schema file lowers to and the size of each rule automaton.
 //!
-//! `cargo run --release --example grammar_stats -- FILE [--print]`
-use maskforge::frontend::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+//! `cargo run --release -p maskforge-bench --bin grammar_stats -- FILE [--print]`
 use maskforge::fsm::{build_grammar_fsm, FsmLimits};
+use maskforge::{json_schema_to_grammar, JsonSchemaOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
