@@ -16,6 +16,7 @@ mod matcher;
 mod pool;
 mod properties;
 mod protocols;
+mod schema_depth;
 mod schema_properties;
 mod structural_tag;
 mod tokenizer;

@@ -12,10 +12,32 @@ use super::GrammarCompiler;
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
 use crate::frontend::json_schema::{
-    json_schema_to_grammar, json_schema_to_grammar_cached, JsonSchemaOptions, SchemaError,
+    json_schema_to_grammar, json_schema_to_grammar_cached, JsonSchemaOptions, SchemaError, SchemaErrorKind,
 };
 use crate::frontend::regex::regex_to_expr;
 use crate::grammar::GrammarBuilder;
+use crate::util;
+
+/// How many levels of JSON nesting a schema text may spend per level of sub-schema nesting
+/// ([`JsonSchemaLimits::max_depth`](crate::JsonSchemaLimits)): `properties` → name → schema
+/// takes two, and `const`/`enum` values may nest further on their own.
+pub const JSON_LEVELS_PER_SUBSCHEMA: usize = 4;
+
+/// Parses a schema text without serde_json's fixed recursion limit (128 levels, which refused
+/// valid schemas nested 64 properties deep), bounding the nesting by the schema limits instead,
+/// checked in one pass before parsing so that no text can overflow the parser's stack.
+fn parse_schema_text(schema: &str, options: &JsonSchemaOptions) -> Result<Value, Error> {
+    let max_depth = options.limits.max_depth;
+    let cap = max_depth.saturating_mul(JSON_LEVELS_PER_SUBSCHEMA);
+    if util::json::nesting_depth(schema.as_bytes(), cap) > cap {
+        let message = format!(
+            "the schema text nests arrays and objects more than {cap} levels deep \
+             ({JSON_LEVELS_PER_SUBSCHEMA} per level of JsonSchemaLimits::max_depth = {max_depth})"
+        );
+        return Err(Error::Schema(SchemaError::new("#", SchemaErrorKind::TooLarge(message))));
+    }
+    util::json::parse_bounded(schema).map_err(|e| Error::Schema(SchemaError::not_json(&e)))
+}
 
 impl GrammarCompiler {
     /// Compiles a JSON Schema. The returned grammar carries the coverage report
@@ -54,11 +76,11 @@ impl GrammarCompiler {
     /// Compiles a JSON Schema given as text.
     ///
     /// # Errors
-    /// [`Error::Schema`] when the text is not JSON, else as
-    /// [`GrammarCompiler::compile_json_schema`].
+    /// [`Error::Schema`] when the text is not JSON or nests deeper than
+    /// [`JSON_LEVELS_PER_SUBSCHEMA`] × [`JsonSchemaLimits::max_depth`](crate::JsonSchemaLimits)
+    /// levels of arrays and objects, else as [`GrammarCompiler::compile_json_schema`].
     pub fn compile_json_schema_str(&self, schema: &str, options: &JsonSchemaOptions) -> Result<CompiledGrammar, Error> {
-        let value: Value = serde_json::from_str(schema).map_err(|e| Error::Schema(SchemaError::not_json(&e)))?;
-        self.compile_json_schema(&value, options)
+        self.compile_json_schema(&parse_schema_text(schema, options)?, options)
     }
 
     /// Compiles the JSON Schema of a Rust type (via `schemars`).

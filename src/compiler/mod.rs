@@ -38,6 +38,7 @@ use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
 
 pub use builtin::JSON_GRAMMAR_EBNF;
+pub use json::JSON_LEVELS_PER_SUBSCHEMA;
 pub use grammar_cache::GrammarCacheStats;
 
 use grammar_cache::GrammarCache;

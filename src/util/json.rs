@@ -61,3 +61,73 @@ pub fn hash_json(v: &Value, h: &mut xxhash_rust::xxh3::Xxh3) {
         }
     }
 }
+
+/// How deeply the arrays and objects of a JSON text nest, counting up to `cap + 1` at most (so
+/// a hostile text costs one pass and no allocation). Brackets inside strings do not count.
+/// The text need not be valid JSON: this runs before parsing, to bound the parser's recursion.
+pub fn nesting_depth(text: &[u8], cap: usize) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                if deepest > cap {
+                    return deepest;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Parses a JSON text whose nesting was checked with [`nesting_depth`]: serde_json's own
+/// recursion limit (128 levels) is lifted, since the caller's bound replaces it.
+pub fn parse_bounded(text: &str) -> Result<Value, serde_json::Error> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    #[test]
+    fn brackets_in_strings_do_not_count() {
+        assert_eq!(nesting_depth(br#"{"a": [1, {"b": "[[[{"}], "c\"[": []}"#, 100), 3);
+        assert_eq!(nesting_depth(b"", 100), 0);
+        assert_eq!(nesting_depth(b"[]", 100), 1);
+    }
+
+    #[test]
+    fn the_count_stops_past_the_cap() {
+        let deep = "[".repeat(1_000_000);
+        assert_eq!(nesting_depth(deep.as_bytes(), 10), 11);
+    }
+
+    #[test]
+    fn parsing_goes_past_serde_jsons_limit() {
+        let text = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+        assert!(serde_json::from_str::<Value>(&text).is_err(), "serde_json's default limit applies");
+        let value = parse_bounded(&text).unwrap();
+        assert!(value.is_array());
+        assert!(parse_bounded("[1] x").is_err(), "trailing text is an error");
+    }
+}

@@ -178,8 +178,8 @@ pub enum PropertyOrder {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JsonSchemaLimits {
-    /// The deepest nesting of sub-schemas walked at once (default 256; serde_json itself
-    /// stops parsing at 128 levels of JSON).
+    /// The deepest nesting of sub-schemas walked at once (default 128). A schema given as text
+    /// may nest its JSON arrays and objects `JSON_LEVELS_PER_SUBSCHEMA` (4) times as deep.
     pub max_depth: usize,
     /// The most grammar rules (default 200,000).
     pub max_rules: usize,
