@@ -5,8 +5,8 @@
 //!
 //! `cargo run --release --example tool_calling -- [TOKENIZER]`
 //! (default `fixtures/tokenizers/qwen3.tokenizer.json.gz`, fetched by `scripts/fetch-tokenizers`)
-use maskforge::{ProtocolOptions, ToolChoice};
 use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher, TextEncoder};
+use maskforge::{ProtocolOptions, ToolChoice};
 
 /// Feeds the tokens of `output` then a stop token; returns where it was rejected, if it was.
 fn check(

@@ -38,8 +38,8 @@ use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
 
 pub use builtin::JSON_GRAMMAR_EBNF;
-pub use json::JSON_LEVELS_PER_SUBSCHEMA;
 pub use grammar_cache::GrammarCacheStats;
+pub use json::JSON_LEVELS_PER_SUBSCHEMA;
 
 use grammar_cache::GrammarCache;
 

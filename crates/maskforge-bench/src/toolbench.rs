@@ -535,7 +535,9 @@ pub fn run_setting(
             m.fill_next_token_bitmask(mask.as_words_mut());
             tbm_us.push(t.elapsed().as_secs_f64() * 1e6);
         }
-        if ok && m.can_terminate() {
+        // A call that ends in a stop token the grammar reads as its last terminal (Harmony's `<|call|>`
+        // with no tokenizer_config.json: a default stop token) has terminated the matcher.
+        if ok && (m.is_terminated() || m.can_terminate()) {
             accepted += 1;
         } else if rejected.len() < 10 {
             rejected.push(req.call.case.clone());

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use maskforge::load_tokenizer;
 use maskforge::MaskCacheMode;
+
+use crate::output::{outln, Failure};
 use maskforge::{CompilerConfig, GrammarCompiler};
 use maskforge_bench::maskbench::{run_file, summarize, FileResult, MaskBenchConfig};
-use maskforge_bench::stats::Summary;
 
 #[derive(clap::Args)]
 pub struct MaskbenchArgs {
@@ -65,7 +66,10 @@ fn name_of(p: &Path) -> String {
     p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
+/// How often a piped run prints its progress line.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
     let mode = match args.mode.as_str() {
         "jit" => MaskCacheMode::Jit,
         "aot" => MaskCacheMode::Aot,
@@ -88,7 +92,12 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
         }
         None => None,
     };
-    let progress = std::io::stderr().is_terminal();
+    // Progress on stderr: every file on a terminal, a line every PROGRESS_EVERY when piped (a
+    // MaskBench run takes minutes; a silent one looks hung).
+    let terminal = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let mut last_line = started;
+    let mut passing = 0usize;
     let mut results: Vec<FileResult> = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
         let name = name_of(path);
@@ -112,32 +121,58 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, String> {
             writeln!(out).map_err(|e| e.to_string())?;
             out.flush().map_err(|e| e.to_string())?;
         }
+        passing += usize::from(result.outcome == maskforge_bench::maskbench::Outcome::Passing);
         results.push(result);
-        if progress {
-            eprint!("\r{}/{} files", i + 1, files.len());
+        let status = format!(
+            "maskbench: {}/{} files, {passing} passing, {:.0} s",
+            i + 1,
+            files.len(),
+            started.elapsed().as_secs_f64()
+        );
+        if terminal {
+            eprint!("\r{status}");
+        } else if last_line.elapsed() >= PROGRESS_EVERY || i + 1 == files.len() {
+            eprintln!("{status}");
+            last_line = std::time::Instant::now();
         }
     }
-    if progress {
+    if terminal {
         eprintln!();
     }
     let s = summarize(&results);
-    println!(
+    outln!(
         "{} schemas: {} passing, {} compile_error, {} timeout, {} validation_error, {} invalidation_error; {} tokens",
-        s.schemas, s.passing, s.compile_error, s.timeout, s.validation_error, s.invalidation_error, s.tokens
+        s.schemas,
+        s.passing,
+        s.compile_error,
+        s.timeout,
+        s.validation_error,
+        s.invalidation_error,
+        s.tokens
     );
-    let line = |label: &str, x: &Summary| {
-        println!(
+    for (label, x) in [("TTFM", &s.ttfm_us), ("TBM ", &s.tbm_us)] {
+        outln!(
             "{label} us: avg {:.1} p25 {:.1} p50 {:.1} p75 {:.1} p90 {:.1} p95 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}",
-            x.avg, x.p25, x.p50, x.p75, x.p90, x.p95, x.p99, x.p999, x.max
-        )
-    };
-    line("TTFM", &s.ttfm_us);
-    line("TBM ", &s.tbm_us);
+            x.avg,
+            x.p25,
+            x.p50,
+            x.p75,
+            x.p90,
+            x.p95,
+            x.p99,
+            x.p999,
+            x.max
+        );
+    }
     // The compile-time caches carry over from file to file, as in a server: how much they served.
     let (rules, fragments) = (compiler.rule_fsm_cache_stats(), compiler.schema_fragment_stats());
-    println!(
+    outln!(
         "caches: rule automata {} hits / {} built ({} states kept); schema fragments {} hits / {} lowered",
-        rules.hits, rules.misses, rules.states, fragments.hits, fragments.misses
+        rules.hits,
+        rules.misses,
+        rules.states,
+        fragments.hits,
+        fragments.misses
     );
     if let Some(p) = &args.summary_json {
         let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;

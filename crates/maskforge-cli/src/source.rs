@@ -66,6 +66,11 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn new(args: &GrammarArgs) -> Result<Self, String> {
+        if args.schema_options.is_some() && args.schema.is_none() {
+            return Err("--schema-options applies to --schema only (a protocol's tool schemas and a \
+                        structural tag's `json_schema` parts use the options XGrammar uses for them)"
+                .into());
+        }
         let (vocab, encoder) = if args.tokenizer == "default" {
             embedded::load_default()?
         } else {

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use maskforge::load_tokenizer;
 use maskforge::MaskCacheMode;
+
+use crate::output::{outln, Failure};
 use maskforge::{CompilerConfig, GrammarCompiler};
 use maskforge::{ProtocolOptions, ToolChoice};
 use maskforge_bench::toolbench::{
@@ -67,7 +69,7 @@ pub struct ToolbenchArgs {
     json: Option<PathBuf>,
 }
 
-pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
+pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, Failure> {
     let mode = match args.mode.as_str() {
         "jit" => MaskCacheMode::Jit,
         "aot" => MaskCacheMode::Aot,
@@ -100,7 +102,7 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
             let reasoning = match args.reasoning.as_str() {
                 "on" => true,
                 "off" => false,
-                other => return Err(format!("--reasoning {other}: expected `on` or `off`")),
+                other => return Err(format!("--reasoning {other}: expected `on` or `off`").into()),
             };
             let options = ProtocolOptions { reasoning, parallel_tool_calls: true };
             Box::new(ProtocolCalls::new(name, ToolChoice::Auto, options).map_err(|e| e.to_string())?)
@@ -112,7 +114,7 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
         .pool_bytes((args.pool_mib * (1u64 << 20) as f64) as usize)
         .grammar_cache_len(args.grammar_cache);
     let mut reports = Vec::new();
-    println!(
+    outln!(
         "{:>5} {:>8} {:>5} | {:>6} {:>6} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>7} {:>7} {:>8} | {:>9} | {:>6}",
         "tools",
         "setting",
@@ -130,6 +132,10 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
         "valid",
         "wall s"
     );
+    outln!(
+        "      (reuse, struct: % of pool entries a request found built; comp, ttfm, tbm: compile, time to first \
+         mask and time between masks in microseconds; valid: calls accepted of calls checked; wall: seconds)"
+    );
     for &n in &args.tools_per_request {
         for &setting in &settings {
             let compiler = GrammarCompiler::new(vocab.clone(), config.clone());
@@ -141,7 +147,7 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
                 masks: !args.first_mask_only,
             };
             let r = run_setting(&compiler, &encoder, protocol.as_ref(), &tools, &calls, &bench)?;
-            println!(
+            outln!(
                 "{:>5} {:>8} {:>5} | {:>5.1}% {:>5.1}% | {:>9.0} {:>9.0} {:>9.0} | {:>9.0} {:>9.0} | {:>7.1} {:>7.1} {:>8.0} | {:>4}/{:<4} | {:>6.1}",
                 n,
                 format!("{setting:?}").to_lowercase(),
@@ -160,7 +166,7 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, String> {
                 r.valid_calls_total,
                 r.wall_s
             );
-            println!(
+            outln!(
                 "      pool: {} hits, {} partial, {} misses, {} items, {:.1} MiB (max {:.1} of {:.1}), {} evictions; acquired {:?}{}",
                 r.pool.hits,
                 r.pool.partial_hits,

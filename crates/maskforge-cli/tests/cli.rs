@@ -58,7 +58,103 @@ fn mask_and_generate() {
     assert_eq!(code, 0, "{out}");
     let text = out.lines().next().unwrap();
     assert!(text.chars().all(|c| c.is_ascii_digit() || c == ';'), "{text:?}");
-    assert!(out.contains("mask median"));
+    assert!(out.contains("valid: yes") && out.contains("mask per step: median"), "{out}");
+}
+
+/// The README's main command prints a complete JSON document and says so.
+#[test]
+fn the_main_command_prints_a_complete_document() {
+    for seed in ["1", "2", "3"] {
+        let (code, out, err) = maskforge(&["generate", "--builtin-json", "--seed", seed, "--max-tokens", "40"]);
+        assert_eq!(code, 0, "{out}{err}");
+        let mut lines = out.lines();
+        let document: String = lines.by_ref().take_while(|l| !l.starts_with("valid: ")).collect::<Vec<_>>().join("\n");
+        assert!(serde_json::from_str::<serde_json::Value>(&document).is_ok(), "not JSON: {document:?}");
+        assert!(out.contains("\nvalid: yes"), "{out}");
+        assert!(out.contains("first visit to a parser state builds its token-mask cache entry"), "{out}");
+    }
+}
+
+#[test]
+fn mask_shows_token_texts_and_where_a_prefix_is_rejected() {
+    let g = grammar_file("ab", "root ::= \"ab\" [0-9]+\n");
+    let (code, out, _) =
+        maskforge(&["mask", "--tokenizer", "llama3", "--grammar", &g, "--prefix", "ab", "--with-text"]);
+    assert_eq!(code, 0);
+    let mut lines = out.lines();
+    let count: usize = lines.next().unwrap().parse().unwrap();
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), count);
+    assert!(rows.iter().any(|r| r.ends_with("\t\"7\"")), "a digit token with its text: {rows:?}");
+    let (code, _, err) = maskforge(&["mask", "--tokenizer", "llama3", "--grammar", &g, "--prefix", "ab1x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("rejected at token") && err.contains("\"x\"") && err.contains("at byte 3"), "{err}");
+}
+
+/// `maskforge mask ... | head -c 10`: the closed pipe ends the command quietly.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_maskforge"))
+        .args(["mask", "--tokenizer", "llama3", "--builtin-json", "--with-text"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.is_empty(), "status {:?}, stderr {err}", out.status);
+}
+
+#[test]
+fn schema_options_apply_to_schemas_only_and_values_may_start_with_a_hyphen() {
+    let (code, _, err) =
+        maskforge(&["check", "--tokenizer", "llama3", "--regex", "a+", "--schema-options", "{}", "--text", "aa"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--schema-options applies to --schema only"), "{err}");
+    let (code, out, err) = maskforge(&["check", "--tokenizer", "llama3", "--builtin-json", "--text", "-12.5"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// Special-token texts in the checked text are the special tokens (a model's output), unless
+/// `--special-tokens-as-text`.
+#[test]
+fn special_token_texts_in_checked_text_are_the_tokens() {
+    let g = grammar_file("harmony", "root ::= \"<|channel|>\" \"final\" \"<|message|>\" [a-z]+\n");
+    let text = "<|channel|>final<|message|>hi";
+    let (code, out, _) = maskforge(&["check", "--tokenizer", "gptoss", "--grammar", &g, "--text", text]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) =
+        maskforge(&["check", "--tokenizer", "gptoss", "--grammar", &g, "--special-tokens-as-text", "--text", text]);
+    assert_eq!(code, 1, "spelled with ordinary tokens, the special token's text is not the token: {out}");
+}
+
+/// A big input is checked in chunks: a flat array of 4 MB across several chunks is accepted, and
+/// the first rejected token ends the check with its byte offset.
+#[test]
+fn big_inputs_are_checked_in_chunks() {
+    let dir = std::env::temp_dir();
+    let body = vec!["1"; 2_000_000].join(",");
+    let ok = dir.join(format!("maskforge-cli-{}-big.json", std::process::id()));
+    std::fs::write(&ok, format!("[{body}]")).unwrap();
+    let (code, out, err) =
+        maskforge(&["check", "--tokenizer", "llama3", "--builtin-json", "--input", &ok.to_string_lossy()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let bad = dir.join(format!("maskforge-cli-{}-bad.json", std::process::id()));
+    std::fs::write(&bad, format!("[{body},,1]")).unwrap();
+    let (code, out, _) =
+        maskforge(&["check", "--tokenizer", "llama3", "--builtin-json", "--input", &bad.to_string_lossy()]);
+    assert_eq!(code, 1);
+    assert!(out.contains(&format!("at byte {}", body.len() + 1)), "{out}");
+    std::fs::write(&bad, b"[1,\xff]").unwrap();
+    let (code, _, err) =
+        maskforge(&["check", "--tokenizer", "llama3", "--builtin-json", "--input", &bad.to_string_lossy()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not UTF-8 at byte 3"), "{err}");
 }
 
 #[test]
