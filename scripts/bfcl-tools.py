@@ -299,6 +299,7 @@ def first_error(instance, schema):
 
 
 def is_valid(instance, schema):
+    """Whether the instance validates against the schema."""
     return next(errors(instance, schema), None) is None
 
 
@@ -394,7 +395,10 @@ def main(argv):
     try:
         with zipfile.ZipFile(wheel_path) as wheel:
             raw, normalized, cases, rejected = convert(wheel)
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError, ConvertError) as e:
+    except KeyError as e:
+        print(f"bfcl-tools: {wheel_path}: a BFCL record has no field {e}", file=sys.stderr)
+        return 1
+    except (OSError, zipfile.BadZipFile, ValueError, ConvertError) as e:
         print(f"bfcl-tools: {wheel_path}: {e}", file=sys.stderr)
         return 1
     os.makedirs(out_dir, exist_ok=True)
