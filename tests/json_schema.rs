@@ -748,7 +748,7 @@ fn schema_fragments_from_the_cache_keep_languages_and_reports() {
 /// checking path (`GrammarBuilder::build`, which rejects a rule matching no string) succeeds.
 #[test]
 fn every_rule_of_every_maskbench_grammar_is_productive() {
-    let dir = crate::support::fixtures::corpus_dir().join("maskbench-dev");
+    let dir = crate::support::fixtures::corpus_dir("maskbench-dev");
     let mut files: Vec<_> =
         std::fs::read_dir(&dir).expect("maskbench-dev fixture").map(|e| e.unwrap().path()).collect();
     files.sort();

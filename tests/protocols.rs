@@ -1,17 +1,21 @@
-//! Every case of the protocol corpus (`fixtures/corpus/protocols/cases.jsonl`): a valid output
-//! is accepted token by token with the family's real tokenizer and can end there; an invalid
-//! one is rejected (a token refused, or the output cannot end). The protocol is found by the
-//! case's `format` (protocol aliases), never by its id, so hold-out cases run the same way.
+//! Every protocol case of `tests/data/protocols/cases.jsonl` (this project's test data, written
+//! from each format's documentation in `protocols/`, with the tools of `tools.json`): a valid
+//! output is accepted token by token with the family's real tokenizer and can end there; an
+//! invalid one is rejected (a token refused, or the output cannot end). The protocol is found by
+//! the case's `format` (protocol aliases), never by its id, so hold-out cases run the same way.
 //! `MASKFORGE_PRINT_CASES=1 cargo test --release --tests protocols -- --nocapture` prints every
 //! case's outcome (where an invalid output is rejected).
 
 use std::collections::BTreeMap;
 
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary, VocabularyBuilder};
-use maskforge::{Protocol, ProtocolOptions, ToolChoice};
+use maskforge::{protocol_names, Protocol, ProtocolOptions, ToolChoice};
 use serde_json::Value;
 
-use crate::support::fixtures::{corpus_dir, encode_with_special, load};
+use crate::support::fixtures::{encode_with_special, load};
+
+/// The protocol cases and their tools, committed with the tests.
+const CASES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/protocols");
 
 struct Case {
     id: String,
@@ -25,11 +29,11 @@ struct Case {
 }
 
 fn cases() -> (Vec<Case>, BTreeMap<String, Value>) {
-    let dir = corpus_dir().join("protocols");
-    let text = std::fs::read_to_string(dir.join("cases.jsonl"))
-        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/fetch-corpus", dir.display()));
-    let tools: BTreeMap<String, Value> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("tools.json")).unwrap()).unwrap();
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("{CASES_DIR}/{name}")).unwrap_or_else(|e| panic!("{CASES_DIR}/{name}: {e}"))
+    };
+    let text = read("cases.jsonl");
+    let tools: BTreeMap<String, Value> = serde_json::from_str(&read("tools.json")).unwrap();
     let cases = text
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -165,13 +169,27 @@ fn deepseek_kimi_glm_cases() {
 }
 
 #[test]
-fn every_case_has_a_protocol_and_a_tokenizer() {
-    let (cases, _) = cases();
-    assert!(cases.len() >= 88, "{} cases", cases.len());
-    let families = ["harmony", "llama", "qwen", "deepseek", "kimi", "glm"];
+fn minimax_cases() {
+    check_family(&["minimax"]);
+}
+
+/// Every case runs in one of the family tests above, and every embedded protocol has at least
+/// one valid and one invalid case.
+#[test]
+fn every_protocol_has_valid_and_invalid_cases() {
+    let (cases, tools) = cases();
+    let families = ["harmony", "llama", "qwen", "deepseek", "kimi", "glm", "minimax"];
+    let mut seen: BTreeMap<String, [bool; 2]> = BTreeMap::new();
     for c in &cases {
         assert!(families.contains(&c.family.as_str()), "{}: family {} is not tested", c.id, c.family);
-        Protocol::by_name(&c.format).unwrap_or_else(|e| panic!("{}: {e}", c.id));
+        let protocol = Protocol::by_name(&c.format).unwrap_or_else(|e| panic!("{}: {e}", c.id));
+        seen.entry(protocol.name).or_default()[usize::from(c.valid)] = true;
+        for t in &c.tools {
+            assert!(tools.contains_key(t), "{}: tool {t} is not in tools.json", c.id);
+        }
+    }
+    for name in protocol_names() {
+        assert_eq!(seen.get(name), Some(&[true, true]), "{name}: a valid and an invalid case are needed");
     }
 }
 

@@ -11,7 +11,7 @@ use maskforge_bench::toolbench::{
 use crate::support::fixtures::{corpus_dir, load};
 
 fn run(tokenizer: &str, protocol: &dyn ToolProtocol, setting: Setting) -> maskforge_bench::toolbench::SettingReport {
-    let dir = corpus_dir().join("tools");
+    let dir = corpus_dir("tools");
     let tools = load_tools(&dir).expect("the corpus tool pool (scripts/fetch-corpus)");
     let calls = load_valid_calls(&dir).expect("the corpus ground-truth calls");
     let (vocab, encoder) = load(tokenizer);

@@ -24,14 +24,11 @@ pub fn encode(name: &str, text: &str) -> Vec<u32> {
     load(name).1.encode_for_matching(text).unwrap_or_else(|e| panic!("encoding {text:?} with {name}: {e}"))
 }
 
-/// The corpus folder (`fixtures/corpus`), failing loudly when it has not been fetched.
-pub fn corpus_dir() -> PathBuf {
-    let dir = maskforge::tokenizer::fixtures_dir().join("corpus");
-    assert!(
-        dir.join("maskbench-dev").is_dir(),
-        "the test corpus is missing at {}: run scripts/fetch-corpus",
-        dir.display()
-    );
+/// One part of the corpus (`fixtures/corpus/PART`: `maskbench-dev` or `tools`), failing loudly
+/// when it has not been fetched.
+pub fn corpus_dir(part: &str) -> PathBuf {
+    let dir = maskforge::tokenizer::fixtures_dir().join("corpus").join(part);
+    assert!(dir.is_dir(), "the test corpus is missing {part}/ at {}: run scripts/fetch-corpus", dir.display());
     dir
 }
 
@@ -39,7 +36,7 @@ pub fn corpus_dir() -> PathBuf {
 pub fn maskbench_files() -> &'static [(String, serde_json::Value)] {
     static FILES: OnceLock<Vec<(String, serde_json::Value)>> = OnceLock::new();
     FILES.get_or_init(|| {
-        let dir = corpus_dir().join("maskbench-dev");
+        let dir = corpus_dir("maskbench-dev");
         let mut names: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
