@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary, VocabularyBuilder};
 use maskforge::{protocol_names, Protocol, ProtocolOptions, ToolChoice};
+use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary, VocabularyBuilder};
 use serde_json::Value;
 
 use crate::support::fixtures::{encode_with_special, load};
