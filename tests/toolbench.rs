@@ -49,3 +49,29 @@ fn a_protocol_without_an_example_response_is_a_clear_error() {
     let e = ProtocolCalls::new("no_such_family", ToolChoice::Auto, ProtocolOptions::default()).unwrap_err();
     assert!(e.to_string().contains("harmony"), "the error lists the known protocols: {e}");
 }
+
+/// gpt-oss with a bare `tokenizer.json` (no `tokenizer_config.json`): `<|call|>` is then a default
+/// stop token, so a call that ends with it terminates the matcher; the harness counts a
+/// terminated matcher as a complete call, with either stop-token setup.
+#[test]
+fn harmony_calls_count_with_call_as_a_stop_token_or_not() {
+    let dir = corpus_dir("tools");
+    let tools = load_tools(&dir).expect("the corpus tool pool (scripts/fetch-corpus)");
+    let calls = load_valid_calls(&dir).expect("the corpus ground-truth calls");
+    let (vocab, encoder) = load("gptoss");
+    let call = vocab.token_id("<|call|>").expect("gpt-oss has <|call|>");
+    assert!(!vocab.is_stop_token(call), "with its config, gpt-oss stops on <|return|> only");
+    let bare: Vec<u32> = maskforge::tokenizer::DEFAULT_STOP_TOKENS.iter().filter_map(|t| vocab.token_id(t)).collect();
+    assert!(bare.contains(&call), "without a config, <|call|> is a default stop token");
+    let options = ProtocolOptions { reasoning: true, parallel_tool_calls: true };
+    let protocol = ProtocolCalls::new("harmony", ToolChoice::Auto, options).unwrap();
+    let config =
+        ToolBenchConfig { tools_per_request: 4, setting: Setting::Dynamic, requests: 4, seed: 11, masks: true };
+    for stops in [vocab.stop_token_ids().to_vec(), bare] {
+        let vocab = vocab.with_stop_tokens(stops.iter().copied()).unwrap();
+        let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+        let r = run_setting(&compiler, encoder, &protocol, &tools, &calls, &config).expect("toolbench runs");
+        assert_eq!(r.valid_calls_accepted + r.rejected.len(), r.valid_calls_total, "{stops:?}: {:?}", r.rejected);
+        assert!(r.valid_calls_accepted >= 3, "stop tokens {stops:?}: {:?}", r.rejected);
+    }
+}
