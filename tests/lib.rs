@@ -5,6 +5,7 @@ mod support;
 mod alloc;
 
 mod cache;
+mod compaction;
 mod earley;
 mod ebnf;
 mod fsm_hash;

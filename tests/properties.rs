@@ -40,3 +40,44 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// A parser compacted at random points (keeping the last `keep` bytes poppable) reads the
+    /// same bytes, accepts at the same points and offers the same next bytes as one that keeps
+    /// its whole chart, through random pops within the kept bytes.
+    #[test]
+    fn a_compacted_parser_behaves_as_the_whole_chart(
+        g in gen::grammar(),
+        inputs in prop::collection::vec(gen::input(), 1..12),
+        plan in prop::collection::vec((0usize..4, 0usize..4, any::<bool>()), 64),
+    ) {
+        let fsm = Arc::new(build_grammar_fsm(&g, &FsmLimits::default()).unwrap());
+        let (mut whole, mut compacted) = (Parser::new(fsm.clone()), Parser::new(fsm));
+        let mut poppable = 0usize;
+        let bytes: Vec<u8> = inputs.concat();
+        for (i, &b) in bytes.iter().enumerate() {
+            let (keep, pop, compact) = plan[i % plan.len()];
+            let read = whole.advance_byte(b);
+            prop_assert_eq!(compacted.advance_byte(b), read, "byte {} of {:?}\n{}", i, String::from_utf8_lossy(&bytes), g);
+            if !read {
+                continue;
+            }
+            poppable += 1;
+            prop_assert_eq!(compacted.is_accepting(), whole.is_accepting());
+            prop_assert_eq!(compacted.next_bytes(), whole.next_bytes());
+            if compact {
+                let keep = keep.min(poppable);
+                compacted.compact(keep);
+                poppable = keep;
+            }
+            let pop = pop.min(poppable).min(1);
+            whole.pop_bytes(pop);
+            compacted.pop_bytes(pop);
+            poppable -= pop;
+            prop_assert_eq!(compacted.is_accepting(), whole.is_accepting());
+            prop_assert_eq!(compacted.next_bytes(), whole.next_bytes());
+        }
+    }
+}

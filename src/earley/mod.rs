@@ -22,6 +22,8 @@
 //! `n` bytes is a truncation, which is what the mask computation uses to share work between
 //! tokens with a common prefix.
 
+mod compact;
+
 use std::sync::Arc;
 
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
@@ -80,6 +82,9 @@ struct Chart {
     waiting: Vec<Waiting>,
     waiting_starts: Vec<u32>,
     accepting: Vec<bool>,
+    /// The fewest bytes [`Parser::pop_bytes`] may leave: above 0 after [`Parser::compact`],
+    /// whose older positions hold no items.
+    floor: usize,
     // Scratch, cleared per set.
     seen: SmallSet<Item>,
     completed: SmallSet<(u32, u32)>,
@@ -147,6 +152,7 @@ impl Parser {
                 waiting: Vec::new(),
                 waiting_starts: Vec::new(),
                 accepting: Vec::new(),
+                floor: 0,
                 seen: SmallSet::default(),
                 completed: SmallSet::default(),
                 loops: FastMap::default(),
@@ -222,7 +228,12 @@ impl Parser {
     /// # Panics
     /// When `n` exceeds [`Parser::byte_len`].
     pub fn pop_bytes(&mut self, n: usize) {
-        assert!(n <= self.byte_len(), "cannot pop {n} bytes from a parser holding {}", self.byte_len());
+        assert!(
+            n + self.chart.floor <= self.byte_len(),
+            "cannot pop {n} bytes from a parser holding {} (compacted below {})",
+            self.byte_len(),
+            self.chart.floor
+        );
         if n == 0 {
             return;
         }

@@ -121,6 +121,10 @@ pub enum MatcherError {
     },
 }
 
+/// Parser bytes below which a matcher with a rollback limit never compacts its chart: short
+/// generations pay nothing.
+const COMPACTION_SLACK: usize = 1 << 16;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     /// A token read as these many bytes (its text or its sentinel).
@@ -153,6 +157,10 @@ pub struct GrammarMatcher {
     grammar: CompiledGrammar,
     parser: Parser,
     steps: Vec<Step>,
+    /// Steps dropped from `steps` because no rollback can reach them (a rollback limit is set).
+    forgotten_steps: usize,
+    /// The parser length at which its chart is compacted next (with a rollback limit).
+    next_compaction: usize,
     terminated: bool,
     stop_tokens: Vec<u32>,
     config: MatcherConfig,
@@ -175,6 +183,8 @@ impl GrammarMatcher {
             grammar: grammar.clone(),
             parser: Parser::new(grammar.fsm().clone()),
             steps: Vec::new(),
+            forgotten_steps: 0,
+            next_compaction: COMPACTION_SLACK,
             terminated: false,
             stop_tokens,
             config,
@@ -214,7 +224,7 @@ impl GrammarMatcher {
         if self.stop_tokens.contains(&id) {
             return Ok(match accept_stop(&mut self.parser, vocab, id) {
                 Some(read) => {
-                    self.steps.push(Step::Stop(read));
+                    self.push_step(Step::Stop(read));
                     self.terminated = true;
                     true
                 }
@@ -225,7 +235,7 @@ impl GrammarMatcher {
             let s = sentinel(id);
             let n = self.parser.advance_bytes(&s);
             if n == s.len() {
-                self.steps.push(Step::Bytes(n as u32));
+                self.push_step(Step::Bytes(n as u32));
                 self.after_accept();
                 return Ok(true);
             }
@@ -240,7 +250,7 @@ impl GrammarMatcher {
             self.parser.pop_bytes(n);
             return Ok(false);
         }
-        self.steps.push(Step::Bytes(n as u32));
+        self.push_step(Step::Bytes(n as u32));
         self.after_accept();
         Ok(true)
     }
@@ -259,9 +269,30 @@ impl GrammarMatcher {
             self.parser.pop_bytes(n);
             return false;
         }
-        self.steps.push(Step::Bytes(n as u32));
+        self.push_step(Step::Bytes(n as u32));
         self.after_accept();
         true
+    }
+
+    /// Records an accepted step. With a rollback limit, forgets what no rollback can reach, so
+    /// that a long generation (or `maskforge check` of a big file) runs in flat memory: the steps
+    /// beyond the limit, and the parser chart before them once it has doubled since its last
+    /// compaction (amortized constant work per byte; see `earley::compact`).
+    fn push_step(&mut self, step: Step) {
+        self.steps.push(step);
+        let Some(limit) = self.config.max_rollback_tokens else { return };
+        if self.steps.len() > 2 * limit + 64 {
+            let extra = self.steps.len() - limit;
+            self.steps.drain(..extra);
+            self.forgotten_steps += extra;
+        }
+        if self.parser.byte_len() >= self.next_compaction {
+            let reachable = self.steps.iter().rev().take(limit).map(|s| match *s {
+                Step::Bytes(k) | Step::Stop(k) => k as usize,
+            });
+            self.parser.compact(reachable.sum());
+            self.next_compaction = 2 * self.parser.byte_len() + COMPACTION_SLACK;
+        }
     }
 
     fn after_accept(&mut self) {
@@ -346,7 +377,7 @@ impl GrammarMatcher {
 
     /// How many tokens (steps) have been accepted.
     pub fn num_accepted_tokens(&self) -> usize {
-        self.steps.len()
+        self.forgotten_steps + self.steps.len()
     }
 
     /// Undoes the last `n` accepted tokens.
@@ -373,8 +404,11 @@ impl GrammarMatcher {
 
     /// Returns to the initial state.
     pub fn reset(&mut self) {
-        self.parser.truncate_bytes(0);
+        // A compacted chart cannot be popped to the start: begin again.
+        self.parser = Parser::new(self.grammar.fsm().clone());
         self.steps.clear();
+        self.forgotten_steps = 0;
+        self.next_compaction = COMPACTION_SLACK;
         self.terminated = false;
     }
 
