@@ -1,5 +1,7 @@
 //! Layer 0: small data structures that know nothing of grammars or tokens.
 //!
+//! * [`bounded_cache`] is the least-recently-used map, bounded by a total weight, under every
+//!   cache of the engine.
 //! * [`bitset`] holds [`TokenBitmask`], the `u32` word layout serving engines use for their
 //!   int32 bitmask tensors (bit `i % 32` of word `i / 32` is token `i`).
 //! * [`hash`] fixes the hashers: a fast non-cryptographic one for in-memory maps and a
@@ -14,6 +16,7 @@
 //!   that name a token by id (`Token(...)`) are byte-level too.
 
 pub mod bitset;
+pub mod bounded_cache;
 pub mod byteset;
 pub mod hash;
 pub mod interner;
