@@ -12,7 +12,7 @@ use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
 use crate::util::byteset::ByteSet;
-use crate::util::sentinel::SENTINEL_LEAD;
+use crate::util::sentinel::Sentinel;
 
 /// A token's verdict in [`walk_positions`].
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -222,9 +222,9 @@ impl PrefixReader {
             held = common;
             self.exits.truncate(common + 1);
         }
-        // The sentinel lead byte is never text (see `util::sentinel`): a token holding it is
+        // The sentinel lead byte is never text (see [`Sentinel`]): a token holding it is
         // rejected or uncertain from there, as if the automaton could not read it.
-        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && self.parser.advance_byte(bytes[held]) {
+        while held < bytes.len() && !Sentinel::is_lead(bytes[held]) && self.parser.advance_byte(bytes[held]) {
             held += 1;
             let exit = self.parser.is_accepting_at(self.base + held) as u32;
             self.exits.push(self.exits[held - 1] + exit);

@@ -23,6 +23,7 @@ use super::rule_cache::RuleFsmCache;
 use super::{tag_dispatch, token, ByteEdge, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::scc::strongly_connected_components;
+use crate::util::sentinel::Sentinel;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -374,7 +375,7 @@ impl Builder<'_> {
         match e {
             Expr::Empty => end_with_epsilon(nfa, from, to),
             Expr::Bytes(bytes) => {
-                if bytes.contains(&crate::util::sentinel::SENTINEL_LEAD) && self.error.is_none() {
+                if !Sentinel::is_text(bytes) && self.error.is_none() {
                     let rule = self.inline_stack.first().map_or(0, |&r| r as usize);
                     self.error = Some(GrammarError::ReservedByte { rule: self.names[rule].clone() });
                 }

@@ -248,7 +248,7 @@ impl GrammarFsm {
         &self.rule_edges[self.rule_offsets[s as usize] as usize..self.rule_offsets[s as usize + 1] as usize]
     }
     /// Whether state `s` can read a token by id (has an edge on the sentinel lead byte `0xFF`;
-    /// see [`crate::util::sentinel`]).
+    /// see [`crate::util::sentinel::Sentinel`]).
     #[inline]
     pub fn reads_token(&self, s: StateId) -> bool {
         token::reads_sentinel(self, s)
