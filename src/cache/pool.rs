@@ -318,7 +318,7 @@ pub fn entry_key(
     let mut h = StableHasher::new();
     h.write_u64(KEY_VERSION).write_u64(vocab_id);
     let rule = fsm.rule_of(state);
-    match fsm.rules()[rule as usize].kind {
+    match fsm.rule(rule).kind {
         RuleKind::Plain => {
             h.write_u64(0).write_u64(hashes.rooted_hash(fsm, state, ROOTED_LIMIT)?);
         }
@@ -331,7 +331,7 @@ pub fn entry_key(
     let mut child = rule;
     let mut targets: Vec<u64> = Vec::new();
     for &q in context {
-        if !matches!(fsm.rules()[fsm.rule_of(q) as usize].kind, RuleKind::Plain) {
+        if !matches!(fsm.rule(fsm.rule_of(q)).kind, RuleKind::Plain) {
             return None; // contexts never contain counted parents; do not share if they did
         }
         targets.clear();

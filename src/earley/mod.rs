@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::util::hash::FastMap;
 use crate::util::small_set::SmallSet;
 
@@ -41,7 +41,7 @@ pub struct Item {
 
 #[derive(Clone, Copy, Debug)]
 struct Waiting {
-    rule: u32,
+    rule: FsmRuleId,
     parent: Item,
 }
 
@@ -72,7 +72,7 @@ pub struct Parser {
 struct Chart {
     /// The rule whose completion from origin 0 makes a position accepting: the root, or for
     /// an isolated parser, the start item's rule.
-    start_rule: u32,
+    start_rule: FsmRuleId,
     /// Whether this is an isolated parser (see [`Parser::isolated`]).
     isolated: bool,
     items: Vec<Item>,
@@ -82,7 +82,8 @@ struct Chart {
     accepting: Vec<bool>,
     // Scratch, cleared per set.
     seen: SmallSet<Item>,
-    completed: SmallSet<(u32, u32)>,
+    /// (rule, origin) pairs completed in the open set.
+    completed: SmallSet<(FsmRuleId, u32)>,
     loops: FastMap<(StateId, u32), u32>,
 }
 
@@ -90,7 +91,7 @@ impl Parser {
     /// A parser at the start of the root rule.
     pub fn new(fsm: Arc<GrammarFsm>) -> Self {
         let root = fsm.root();
-        let start = fsm.rules()[root as usize].start;
+        let start = fsm.rule(root).start;
         Self::with_start_items(fsm, &[Item { state: start, origin: 0, count: 0 }])
     }
 
@@ -136,7 +137,7 @@ impl Parser {
         p
     }
 
-    fn empty(fsm: Arc<GrammarFsm>, start_rule: u32, isolated: bool) -> Self {
+    fn empty(fsm: Arc<GrammarFsm>, start_rule: FsmRuleId, isolated: bool) -> Self {
         Parser {
             fsm,
             chart: Chart {
@@ -286,7 +287,7 @@ impl Chart {
             let it = self.items[i];
             i += 1;
             let rule = fsm.rule_of(it.state);
-            let info = &fsm.rules()[rule as usize];
+            let info = fsm.rule(rule);
             let kind = match info.kind {
                 // Out of context, the count of the start item's repetition is unknown.
                 RuleKind::Counted { .. } if self.isolated && it.origin == 0 => {
@@ -321,7 +322,7 @@ impl Chart {
             }
             for e in fsm.rule_edges(it.state) {
                 self.waiting.push(Waiting { rule: e.rule, parent: it });
-                let callee = &fsm.rules()[e.rule as usize];
+                let callee = fsm.rule(e.rule);
                 push_item(&mut self.seen, &mut self.items, Item { state: callee.start, origin: pos, count: 0 });
                 if callee.nullable {
                     push_item(
@@ -356,7 +357,7 @@ impl Chart {
     }
 
     /// Advances every item waiting at `origin` for `rule`, which matched `origin..pos`.
-    fn complete(&mut self, fsm: &GrammarFsm, rule: u32, origin: u32, pos: u32) {
+    fn complete(&mut self, fsm: &GrammarFsm, rule: FsmRuleId, origin: u32, pos: u32) {
         let ws = self.waiting_starts[origin as usize] as usize;
         let we = if origin == pos { self.waiting.len() } else { self.waiting_starts[origin as usize + 1] as usize };
         for w in ws..we {

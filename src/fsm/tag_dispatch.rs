@@ -46,6 +46,7 @@ use aho_corasick::{Anchored, MatchKind};
 use super::{token, Fsm, Label};
 use crate::grammar::{GrammarError, TagDispatch, Trigger};
 use crate::util::hash::FastMap;
+use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
 
 /// A dispatch automaton and, per state, the Aho-Corasick depth of free-text states at a
@@ -150,7 +151,7 @@ pub(super) fn dispatch_fsm(t: &TagDispatch, bodies: &[u32], rule: &str) -> Resul
         if bytes.is_empty() {
             return Err(invalid(format!("an empty {what}")));
         }
-        if !Sentinel::is_text(&bytes) {
+        if !Sentinel::is_text(bytes) {
             return Err(invalid(format!("the {what} {:?} contains the byte 0xFF, reserved for token ids", bytes)));
         }
         patterns.push(bytes);
@@ -321,7 +322,7 @@ impl Builder<'_> {
         let mut children: FastMap<(u32, u8), u32> = FastMap::default();
         for &(id, i) in token_triggers {
             let mut cur = root;
-            for &d in Sentinel::encode(id).digits() {
+            for &d in Sentinel::encode(TokenId::from_u32(id)).digits() {
                 cur = match children.get(&(cur, d)) {
                     Some(&next) => next,
                     None => {

@@ -26,7 +26,11 @@ pub(crate) fn resolved_ids(set: &TokenSet) -> Vec<(u32, u32)> {
     if set.is_negated() {
         Sentinel::complement(set.ranges())
     } else {
-        set.ranges().iter().filter(|r| r.0 <= Sentinel::MAX_ID).map(|&(lo, hi)| (lo, hi.min(Sentinel::MAX_ID))).collect()
+        set.ranges()
+            .iter()
+            .filter(|r| r.0 <= Sentinel::MAX_ID)
+            .map(|&(lo, hi)| (lo, hi.min(Sentinel::MAX_ID)))
+            .collect()
     }
 }
 
@@ -58,7 +62,7 @@ pub(crate) fn reads_sentinel(fsm: &GrammarFsm, s: StateId) -> bool {
 /// ranges), sorted by state.
 pub(super) fn token_sets(fsm: &GrammarFsm) -> Vec<(StateId, IdRanges)> {
     let mut out = Vec::new();
-    for s in 0..fsm.state_len() as StateId {
+    for s in fsm.states() {
         if !reads_sentinel(fsm, s) {
             continue;
         }

@@ -35,6 +35,7 @@ use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
+use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
 
 /// Whether some item of the parser's current set can read a token by id.
@@ -47,7 +48,7 @@ fn reads_token(parser: &Parser) -> bool {
 /// sentinel, or nothing), or `None`, leaving the parser unchanged, when it is not allowed.
 fn accept_stop(parser: &mut Parser, vocab: &Vocabulary, id: u32) -> Option<u32> {
     if vocab.is_token(id) && reads_token(parser) {
-        let n = parser.advance_bytes(Sentinel::encode(id).as_bytes());
+        let n = parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
         if n == Sentinel::LEN && parser.is_accepting() {
             return Some(n as u32);
         }
@@ -221,7 +222,7 @@ impl GrammarMatcher {
             });
         }
         if vocab.is_token(id) && reads_token(&self.parser) {
-            let n = self.parser.advance_bytes(Sentinel::encode(id).as_bytes());
+            let n = self.parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
             if n == Sentinel::LEN {
                 self.steps.push(Step::Bytes(n as u32));
                 self.after_accept();

@@ -8,6 +8,7 @@
 
 use crate::earley::Parser;
 use crate::tokenizer::{common_prefix_len, Vocabulary};
+use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
 
 /// Sets the bit of every token that the parser accepts from its current state, by its text
@@ -20,7 +21,7 @@ pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32])
     }
     for id in 0..vocab.vocab_size() as u32 {
         if vocab.is_token(id) {
-            let n = parser.advance_bytes(Sentinel::encode(id).as_bytes());
+            let n = parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
             if n == Sentinel::LEN {
                 out[id as usize / 32] |= 1 << (id % 32);
             }

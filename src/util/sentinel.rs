@@ -14,6 +14,8 @@
 //! Everything about the encoding goes through [`Sentinel`], so that no path can forget that
 //! the lead byte is not text.
 
+use super::id::TokenId;
+
 /// The sentinel of one token id, and the one place that knows the encoding: every reader of
 /// token bytes asks it whether bytes are text ([`Sentinel::is_text`], [`Sentinel::text_len`]),
 /// and every writer of automata gets the lead byte and the digit ranges from it.
@@ -34,7 +36,8 @@ impl Sentinel {
     ///
     /// # Panics
     /// When `id > Sentinel::MAX_ID` (vocabularies are limited to `2^24` ids).
-    pub fn encode(id: u32) -> Self {
+    pub fn encode(id: TokenId) -> Self {
+        let id = id.as_u32();
         assert!(id <= Self::MAX_ID, "token id {id} does not fit in a sentinel");
         Sentinel([
             Self::LEAD,
@@ -46,13 +49,13 @@ impl Sentinel {
     }
 
     /// The id whose sentinel `bytes` starts with, if it starts with one.
-    pub fn decode(bytes: &[u8]) -> Option<u32> {
+    pub fn decode(bytes: &[u8]) -> Option<TokenId> {
         let (&lead, digits) = bytes.split_first()?;
         let digits = digits.get(..Self::DIGITS)?;
         if lead != Self::LEAD || !digits.iter().all(|&d| d & 0xC0 == 0x80) {
             return None;
         }
-        Some(digits.iter().fold(0, |acc, &d| (acc << 6) | (d & 63) as u32))
+        Some(TokenId::from_u32(digits.iter().fold(0, |acc, &d| (acc << 6) | (d & 63) as u32)))
     }
 
     /// Whether `id` has a sentinel.
@@ -175,21 +178,21 @@ mod tests {
     use super::*;
 
     fn matches(seqs: &[DigitSequence], id: u32) -> bool {
-        let s = Sentinel::encode(id);
+        let s = Sentinel::encode(TokenId::from_u32(id));
         seqs.iter().any(|q| q.iter().zip(s.digits()).all(|(&(lo, hi), &b)| lo <= b && b <= hi))
     }
 
     #[test]
     fn encoding_is_lead_then_four_digits() {
-        assert_eq!(Sentinel::encode(65).as_bytes(), &[0xFF, 0x80, 0x80, 0x81, 0x81]);
-        assert_eq!(Sentinel::encode(Sentinel::MAX_ID).as_bytes(), &[0xFF, 0xBF, 0xBF, 0xBF, 0xBF]);
+        assert_eq!(Sentinel::encode(TokenId::from_u32(65)).as_bytes(), &[0xFF, 0x80, 0x80, 0x81, 0x81]);
+        assert_eq!(Sentinel::encode(TokenId::from_u32(Sentinel::MAX_ID)).as_bytes(), &[0xFF, 0xBF, 0xBF, 0xBF, 0xBF]);
     }
 
     #[test]
     fn encoding_round_trips_and_is_not_text() {
         for id in [0, 1, 63, 64, 4095, 4096, 200_005, Sentinel::MAX_ID] {
-            let s = Sentinel::encode(id);
-            assert_eq!(Sentinel::decode(s.as_bytes()), Some(id));
+            let s = Sentinel::encode(TokenId::from_u32(id));
+            assert_eq!(Sentinel::decode(s.as_bytes()), Some(TokenId::from_u32(id)));
             assert!(std::str::from_utf8(s.as_bytes()).is_err());
             assert!(!Sentinel::is_text(s.as_bytes()) && Sentinel::starts_sentinel(s.as_bytes()));
         }
@@ -200,7 +203,7 @@ mod tests {
         assert_eq!(Sentinel::decode(b"abcde"), None);
         assert_eq!(Sentinel::decode(&[0xFF, 0x80, 0x80]), None, "too short");
         assert_eq!(Sentinel::decode(&[0xFF, 0x80, 0x80, 0x41, 0x80]), None, "not a digit byte");
-        assert_eq!(Sentinel::decode(&[0xFF, 0x80, 0x80, 0x80, 0x81, b'x']), Some(1), "a prefix");
+        assert_eq!(Sentinel::decode(&[0xFF, 0x80, 0x80, 0x80, 0x81, b'x']), Some(TokenId::new(1)), "a prefix");
     }
 
     #[test]
