@@ -141,22 +141,7 @@ struct Inner {
 /// A byte-bounded, thread-safe pool of cache entries shared by every grammar compiled for one
 /// vocabulary (see the module docs).
 ///
-/// # Example
-/// ```
-/// use std::sync::Arc;
-/// use maskforge::cache::pool::MaskPool;
-/// use maskforge::{CompilerConfig, GrammarCompiler, VocabularyBuilder};
-/// let vocab = VocabularyBuilder::new().tokens(["a", "b", "ab", "</s>"]).special(3).stop_tokens([3]).build()?;
-/// let pool = Arc::new(MaskPool::new(&vocab, 1 << 20));
-/// let a = GrammarCompiler::with_pool(vocab.clone(), CompilerConfig::default(), Arc::clone(&pool))?;
-/// let b = GrammarCompiler::with_pool(vocab, CompilerConfig::default(), Arc::clone(&pool))?;
-/// let mut m = maskforge::GrammarMatcher::new(&a.compile_grammar(r#"root ::= x "b"  x ::= "a"+"#)?);
-/// m.fill_next_token_bitmask(&mut vec![0u32; 1]);
-/// let mut m = maskforge::GrammarMatcher::new(&b.compile_grammar(r#"root ::= y "b"  y ::= "a"+"#)?);
-/// m.fill_next_token_bitmask(&mut vec![0u32; 1]);
-/// assert!(pool.stats().hits >= 1); // renamed rule, same structure: served by the pool
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// See the unit test `a_renamed_rule_is_served_by_the_pool` for two compilers sharing one.
 pub struct MaskPool {
     vocab_id: u64,
     inner: Mutex<Inner>,
@@ -352,4 +337,27 @@ pub fn entry_key(
         f.write_u64(w);
     }
     Some(EntryKey { base, full: f.finish() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CompilerConfig, GrammarCompiler, GrammarMatcher, VocabularyBuilder};
+
+    #[test]
+    fn a_renamed_rule_is_served_by_the_pool() {
+        let vocab =
+            VocabularyBuilder::new().tokens(["a", "b", "ab", "</s>"]).special(3).stop_tokens([3]).build().unwrap();
+        let pool = Arc::new(MaskPool::new(&vocab, 1 << 20));
+        let config = CompilerConfig::default();
+        let a = GrammarCompiler::with_pool(vocab.clone(), config.clone(), Arc::clone(&pool)).unwrap();
+        let b = GrammarCompiler::with_pool(vocab, config, Arc::clone(&pool)).unwrap();
+        let mut m = GrammarMatcher::new(&a.compile_grammar(r#"root ::= x "b"  x ::= "a"+"#).unwrap());
+        m.fill_next_token_bitmask(&mut [0u32; 1]);
+        let before = pool.stats().hits;
+        let mut m = GrammarMatcher::new(&b.compile_grammar(r#"root ::= y "b"  y ::= "a"+"#).unwrap());
+        m.fill_next_token_bitmask(&mut [0u32; 1]);
+        // Renamed rule, same structure: served by the pool.
+        assert!(pool.stats().hits > before);
+    }
 }

@@ -45,21 +45,8 @@ struct Waiting {
     parent: Item,
 }
 
-/// The Earley parser state: one item set per consumed byte.
-///
-/// # Example
-/// ```
-/// use maskforge::{earley::Parser, fsm::GrammarFsm, parse_ebnf};
-/// use std::sync::Arc;
-/// let g = parse_ebnf(r#"root ::= "a" root "b" | "" "#, "root")?;
-/// let mut p = Parser::new(Arc::new(GrammarFsm::new(&g)?));
-/// assert!(p.advance_bytes(b"aab") == 3 && !p.is_accepting());
-/// assert!(p.advance_byte(b'b') && p.is_accepting());
-/// assert!(!p.advance_byte(b'b'));
-/// p.pop_bytes(2);
-/// assert_eq!(p.byte_len(), 2);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// The Earley parser state: one item set per consumed byte (see the unit test
+/// `reads_rolls_back_and_accepts` for a walk-through).
 #[derive(Clone, Debug)]
 pub struct Parser {
     fsm: Arc<GrammarFsm>,
@@ -379,5 +366,22 @@ impl Chart {
 fn push_item(seen: &mut SmallSet<Item>, items: &mut Vec<Item>, it: Item) {
     if seen.insert(it) {
         items.push(it);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_rolls_back_and_accepts() {
+        let g = crate::parse_ebnf(r#"root ::= "a" root "b" | "" "#, "root").unwrap();
+        let mut p = Parser::new(Arc::new(GrammarFsm::new(&g).unwrap()));
+        assert!(p.advance_bytes(b"aab") == 3 && !p.is_accepting());
+        assert!(p.advance_byte(b'b') && p.is_accepting());
+        assert!(!p.advance_byte(b'b'));
+        p.pop_bytes(2);
+        assert_eq!(p.byte_len(), 2);
+        assert!(!p.is_accepting() && p.advance_bytes(b"bb") == 2 && p.is_accepting());
     }
 }
