@@ -10,7 +10,7 @@
 //!
 //! All rule automata of a grammar are frozen together into one [`GrammarFsm`]: states are
 //! numbered globally, edges live in two CSR arrays sorted by label, so an Earley item needs only
-//! a global state id (`u32`) and the parser's hot loop reads contiguous memory.
+//! a global [`StateId`] (one `u32`) and the parser's hot loop reads contiguous memory.
 //!
 //! Repetition `R{m,n}` is expanded into the automaton when that is small (`[0-9]{4}`), and
 //! otherwise becomes a **counted rule** (XGrammar-2 §3.6): the automaton of `R` alone, whose
