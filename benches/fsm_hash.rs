@@ -35,7 +35,7 @@ fn main() {
     let t = Instant::now();
     let fsm = GrammarFsm::new(&grammar).unwrap();
     let build_us = t.elapsed().as_secs_f64() * 1e6;
-    let edges: usize = (0..fsm.state_len() as u32).map(|s| fsm.byte_edges(s).len() + fsm.rule_edges(s).len()).sum();
+    let edges: usize = fsm.states().map(|s| fsm.byte_edges(s).len() + fsm.rule_edges(s).len()).sum();
 
     let mut times = Vec::with_capacity(iters);
     let mut hashes = hash_rules(&fsm);
@@ -44,7 +44,8 @@ fn main() {
         hashes = std::hint::black_box(hash_rules(std::hint::black_box(&fsm)));
         times.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    let mut distinct: Vec<u64> = (0..fsm.rules().len() as u32).filter_map(|r| hashes.rule_hash(r)).collect();
+    let mut distinct: Vec<u64> =
+        maskforge::fsm::FsmRuleId::range(fsm.rules().len()).filter_map(|r| hashes.rule_hash(r)).collect();
     distinct.sort_unstable();
     distinct.dedup();
     let s = Summary::of(&times);

@@ -14,9 +14,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use maskforge::fsm::hash::{hash_rules, FsmHashes, UNREACHABLE};
-use maskforge::fsm::{build_grammar_fsm, FsmLimits, GrammarFsm, RuleKind, StateId};
-use maskforge::Repeat;
-use maskforge::JSON_GRAMMAR_EBNF;
+use maskforge::fsm::{build_grammar_fsm, FsmLimits, FsmRuleId, GrammarFsm, RuleKind, StateId};
+use maskforge::{Repeat, JSON_GRAMMAR_EBNF};
 use maskforge::{parse_ebnf, Expr, Grammar, GrammarBuilder, RuleId};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -34,15 +33,15 @@ fn fsm_of(text: &str) -> GrammarFsm {
     no_inline(&parse_ebnf(text, "root").unwrap()).unwrap()
 }
 
-fn rule(fsm: &GrammarFsm, name: &str) -> u32 {
-    fsm.rules().iter().position(|r| r.name == name).unwrap_or_else(|| panic!("no rule {name}")) as u32
+fn rule(fsm: &GrammarFsm, name: &str) -> FsmRuleId {
+    FsmRuleId::new(fsm.rules().iter().position(|r| r.name == name).unwrap_or_else(|| panic!("no rule {name}")))
 }
 
 // ---------------------------------------------------------------------------------------------
 // The independent structural comparison.
 
 /// A rule of a batch: (automaton index, rule index).
-type R = (usize, u32);
+type R = (usize, FsmRuleId);
 
 /// Facts about the reference graph of one automaton, computed without the module under test.
 struct RefFacts {
@@ -72,8 +71,8 @@ fn ref_facts(fsm: &GrammarFsm, h: &FsmHashes) -> RefFacts {
                 }
             }
             for e in fsm.rule_edges(s) {
-                if !refs[r].contains(&(e.rule as usize)) {
-                    refs[r].push(e.rule as usize);
+                if !refs[r].contains(&(e.rule.index())) {
+                    refs[r].push(e.rule.index());
                 }
             }
         }
@@ -135,7 +134,7 @@ impl Batch {
     }
 
     fn rules(&self) -> Vec<R> {
-        (0..self.fsms.len()).flat_map(|f| (0..self.fsms[f].rules().len() as u32).map(move |r| (f, r))).collect()
+        (0..self.fsms.len()).flat_map(|f| FsmRuleId::range(self.fsms[f].rules().len()).map(move |r| (f, r))).collect()
     }
 
     fn hash(&self, x: R) -> Option<u64> {
@@ -143,23 +142,23 @@ impl Batch {
     }
 
     fn class(&self, x: R) -> u64 {
-        self.rule_class[x.0][x.1 as usize]
+        self.rule_class[x.0][x.1]
     }
 
     fn member(&self, x: R) -> bool {
-        self.facts[x.0].reach[x.1 as usize][x.1 as usize]
+        self.facts[x.0].reach[x.1][x.1]
     }
 
-    fn same_component(&self, x: R, y: u32) -> bool {
+    fn same_component(&self, x: R, y: FsmRuleId) -> bool {
         let reach = &self.facts[x.0].reach;
-        reach[x.1 as usize][y as usize] && reach[y as usize][x.1 as usize]
+        reach[x.1][y] && reach[y][x.1]
     }
 
     /// Whether a tie exists in the closure of `x` (where the hash may be inconsistent).
     fn tie_in_closure(&self, x: R) -> bool {
         let facts = &self.facts[x.0];
         let n = facts.local_tie.len();
-        facts.local_tie[x.1 as usize] || (0..n).any(|y| facts.reach[x.1 as usize][y] && facts.local_tie[y])
+        facts.local_tie[x.1] || (0..n).any(|y| facts.reach[x.1][y] && facts.local_tie[y])
     }
 
     /// Coinductive parallel walk: pair the starts, then pair edges of paired states by label
@@ -176,7 +175,7 @@ impl Batch {
             i += 1;
             consistent &= self.member(x) == self.member(y);
             let (fx, fy) = (&self.fsms[x.0], &self.fsms[y.0]);
-            let (rx, ry) = (&fx.rules()[x.1 as usize], &fy.rules()[y.1 as usize]);
+            let (rx, ry) = (&fx.rules()[x.1], &fy.rules()[y.1]);
             if rx.kind != ry.kind || rx.nullable != ry.nullable {
                 return Iso::Different(format!("{x:?} {y:?}: kind or nullable"));
             }
@@ -216,7 +215,7 @@ impl Batch {
                 }
                 let classes = |f: usize, s: StateId| {
                     let mut v: Vec<_> =
-                        self.fsms[f].rule_edges(s).iter().map(|e| (self.rule_class[f][e.rule as usize], *e)).collect();
+                        self.fsms[f].rule_edges(s).iter().map(|e| (self.rule_class[f][e.rule], *e)).collect();
                     v.sort_by_key(|&(c, _)| c);
                     v
                 };
@@ -264,15 +263,15 @@ fn bisimulation(fsms: &[GrammarFsm]) -> Vec<Vec<u64>> {
         let mut ids: HashMap<Vec<u64>, u64> = HashMap::new();
         let mut next = vec![0u64; class.len()];
         for (f, fsm) in fsms.iter().enumerate() {
-            for s in 0..fsm.state_len() as StateId {
-                let owner = &fsm.rules()[fsm.rule_of(s) as usize];
+            for s in fsm.states() {
+                let owner = &fsm.rules()[fsm.rule_of(s)];
                 let mut edges: Vec<[u64; 7]> = fsm
                     .byte_edges(s)
                     .iter()
-                    .map(|e| [0, e.lo as u64, e.hi as u64, 0, 0, 0, class[base[f] + e.target as usize]])
+                    .map(|e| [0, e.lo as u64, e.hi as u64, 0, 0, 0, class[base[f] + e.target.index()]])
                     .collect();
                 for e in fsm.rule_edges(s) {
-                    let callee = &fsm.rules()[e.rule as usize];
+                    let callee = &fsm.rules()[e.rule];
                     let [k, min, max] = kind(callee.kind);
                     let label = k | ((callee.nullable as u64) << 1);
                     edges.push([
@@ -280,18 +279,18 @@ fn bisimulation(fsms: &[GrammarFsm]) -> Vec<Vec<u64>> {
                         label,
                         min,
                         max,
-                        class[base[f] + callee.start as usize],
+                        class[base[f] + callee.start.index()],
                         0,
-                        class[base[f] + e.target as usize],
+                        class[base[f] + e.target.index()],
                     ]);
                 }
                 edges.sort_unstable();
                 edges.dedup();
-                let mut sig = vec![class[base[f] + s as usize], fsm.is_final(s) as u64, (owner.start == s) as u64];
+                let mut sig = vec![class[base[f] + s.index()], fsm.is_final(s) as u64, (owner.start == s) as u64];
                 sig.extend(kind(owner.kind));
                 sig.extend(edges.iter().flatten());
                 let n = ids.len() as u64;
-                next[base[f] + s as usize] = *ids.entry(sig).or_insert(n);
+                next[base[f] + s.index()] = *ids.entry(sig).or_insert(n);
             }
         }
         let new_count = ids.len();
@@ -310,7 +309,7 @@ fn bisimulation(fsms: &[GrammarFsm]) -> Vec<Vec<u64>> {
                 .map(|r| {
                     let [k, min, max] = kind(r.kind);
                     let n = ids.len() as u64;
-                    *ids.entry([k, min, max, r.nullable as u64, class[base[f] + r.start as usize]]).or_insert(n)
+                    *ids.entry([k, min, max, r.nullable as u64, class[base[f] + r.start.index()]]).or_insert(n)
                 })
                 .collect()
         })
@@ -334,7 +333,7 @@ fn check_batch(batch: &Batch) -> Result<Coverage, TestCaseError> {
     let mut cov = Coverage::default();
     let rules = batch.rules();
     for &x in &rules {
-        let predicted = batch.facts[x.0].hashable[x.1 as usize];
+        let predicted = batch.facts[x.0].hashable[x.1];
         prop_assert_eq!(batch.hash(x).is_some(), predicted, "hashable {:?}", x);
         cov.unhashed_rules += batch.hash(x).is_none() as usize;
     }
@@ -495,14 +494,14 @@ root ::= "{\"name\":" ("\"get_weather\"" "," "\"arguments\":" args_weather | "\"
     assert_eq!(h1.rule_hash(rule(&first, "weather")), h2.rule_hash(rule(&second, "args_weather")));
     assert_eq!(h1.rule_hash(rule(&first, "str")), h2.rule_hash(rule(&second, "s")));
     assert_ne!(h1.rule_hash(rule(&first, "query")), h2.rule_hash(rule(&second, "args_weather")));
-    let mut keys1: Vec<_> = (0..first.state_len() as u32).filter_map(|s| h1.state_key(s)).collect();
-    let keys2: HashSet<_> = (0..second.state_len() as u32).filter_map(|s| h2.state_key(s)).collect();
+    let mut keys1: Vec<_> = first.states().filter_map(|s| h1.state_key(s)).collect();
+    let keys2: HashSet<_> = second.states().filter_map(|s| h2.state_key(s)).collect();
     keys1.retain(|k| keys2.contains(k));
-    let weather = &first.rules()[rule(&first, "weather") as usize];
-    let weather_states = (0..first.state_len() as u32).filter(|&s| first.rule_of(s) == rule(&first, "weather")).count();
+    let weather = &first.rules()[rule(&first, "weather")];
+    let weather_states = first.states().filter(|&s| first.rule_of(s) == rule(&first, "weather")).count();
     assert!(weather_states > 10 && h1.canonical_state(weather.start) == 0);
     // Every state of `weather` and `str` is shared (those rules have no unreachable states).
-    let str_states = (0..first.state_len() as u32).filter(|&s| first.rule_of(s) == rule(&first, "str")).count();
+    let str_states = first.states().filter(|&s| first.rule_of(s) == rule(&first, "str")).count();
     assert_eq!(keys1.len(), weather_states + str_states);
 }
 
@@ -528,7 +527,7 @@ p ::= "x" q | "y"
     assert_eq!(h1.rule_hash(a), h2.rule_hash(p));
     assert_eq!(h1.rule_hash(b), h2.rule_hash(q));
     for (f, h, r) in [(&g1, &h1, a), (&g2, &h2, p), (&g1, &h1, b), (&g2, &h2, q)] {
-        let start = f.rules()[r as usize].start;
+        let start = f.rules()[r].start;
         assert_eq!(h.state_key(start), Some((h.rule_hash(r).unwrap(), 0)));
     }
     assert!(h1.rule_hash(rule(&g1, "root")).is_some());
@@ -546,7 +545,7 @@ fn non_simple_cycles_are_not_hashed_and_do_not_panic() {
     assert!(h.rule_hash(rule(&json, "string")).is_some());
     assert!(h.rule_hash(rule(&json, "number")).is_some());
     // Every reachable state still gets a canonical number; keys only for hashed rules.
-    for s in 0..json.state_len() as StateId {
+    for s in json.states() {
         let c = h.canonical_state(s);
         assert_eq!(h.state_key(s).is_some(), c != UNREACHABLE && h.rule_hash(json.rule_of(s)).is_some());
     }
@@ -619,9 +618,9 @@ proptest! {
         let copy = permuted(&g, &order_from_keys(g.rules().len(), &keys));
         let pick = |g: &Grammar| both_limits(g).into_iter().nth(counted as usize).unwrap();
         let batch = Batch::new(vec![pick(&g), pick(&copy)]);
-        prop_assume!(!(0..batch.fsms[0].rules().len() as u32).any(|r| batch.tie_in_closure((0, r))));
+        prop_assume!(!FsmRuleId::range(batch.fsms[0].rules().len()).any(|r| batch.tie_in_closure((0, r))));
         let multiset = |f: usize| {
-            let mut v: Vec<Option<u64>> = (0..batch.fsms[f].rules().len() as u32).map(|r| batch.hash((f, r))).collect();
+            let mut v: Vec<Option<u64>> = FsmRuleId::range(batch.fsms[f].rules().len()).map(|r| batch.hash((f, r))).collect();
             v.sort_unstable();
             v
         };

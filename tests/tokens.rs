@@ -425,14 +425,15 @@ fn llama3_dispatch_with_50_triggers_equals_the_oracle() {
 #[test]
 fn dispatch_automata_have_structural_hashes() {
     use maskforge::fsm::hash::{hash_rules, UNREACHABLE};
-    use maskforge::fsm::GrammarFsm;
+    use maskforge::fsm::{GrammarFsm, StateId};
     let root_hash = |ebnf: &str| {
         let fsm = GrammarFsm::new(&maskforge::parse_ebnf(ebnf, "root").unwrap()).unwrap();
         let h = hash_rules(&fsm);
-        let start = fsm.rules()[fsm.root() as usize].start;
+        let start = fsm.rules()[fsm.root()].start;
         assert_eq!(h.canonical_state(start), 0);
         // Every state reached by some text or token gets a canonical number.
-        let reached = (start..start + 8).filter(|&s| h.canonical_state(s) != UNREACHABLE).count();
+        let reached =
+            (start.index()..start.index() + 8).filter(|&s| h.canonical_state(StateId::new(s)) != UNREACHABLE).count();
         assert!(reached > 4);
         h.rule_hash(fsm.root()).expect("a dispatch over acyclic bodies is hashed")
     };

@@ -16,14 +16,15 @@
 use super::{AdaptiveTokenMask, MaskEntry};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
+use crate::util::id::TokenId;
 
 /// The accepted tokens of a [`BaseEntry`], in the smallest of three forms.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BaseAccepted {
     /// The accepted token ids, ascending.
-    Accepted(Box<[u32]>),
+    Accepted(Box<[TokenId]>),
     /// The normal token ids that are *not* accepted (rejected or candidates), ascending.
-    NotAccepted(Box<[u32]>),
+    NotAccepted(Box<[TokenId]>),
     /// Accepted tokens as a bitmask in the engine layout.
     Bitset(Box<[u32]>),
 }
@@ -37,9 +38,9 @@ impl BaseAccepted {
             BaseAccepted::Bitset(v) => AdaptiveTokenMask::Bitset(v.clone()),
             BaseAccepted::NotAccepted(v) => {
                 let ids = vocab.sorted_token_ids();
-                let mut unc: Vec<u32> = uncertain.iter().map(|&p| ids[p as usize]).collect();
+                let mut unc: Vec<TokenId> = uncertain.iter().map(|&p| TokenId::from_u32(ids[p as usize])).collect();
                 unc.sort_unstable();
-                let rejected: Box<[u32]> = v.iter().copied().filter(|id| unc.binary_search(id).is_err()).collect();
+                let rejected: Box<[TokenId]> = v.iter().copied().filter(|id| unc.binary_search(id).is_err()).collect();
                 AdaptiveTokenMask::Rejected(rejected)
             }
         }
@@ -78,7 +79,8 @@ impl BaseEntry {
     /// Heap bytes used.
     pub fn memory_usage(&self) -> usize {
         let list = match &self.accepted {
-            BaseAccepted::Accepted(v) | BaseAccepted::NotAccepted(v) | BaseAccepted::Bitset(v) => v.len(),
+            BaseAccepted::Accepted(v) | BaseAccepted::NotAccepted(v) => v.len(),
+            BaseAccepted::Bitset(v) => v.len(),
         };
         list * 4
             + self.candidates.len() * 4

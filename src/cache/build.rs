@@ -12,7 +12,8 @@ use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
 use crate::util::byteset::ByteSet;
-use crate::util::sentinel::SENTINEL_LEAD;
+use crate::util::id::TokenId;
+use crate::util::sentinel::Sentinel;
 
 /// A token's verdict in [`walk_positions`].
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -70,7 +71,7 @@ pub fn build_base(fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary
 /// the smallest form).
 #[derive(Default)]
 struct Walk {
-    accepted: Vec<u32>,
+    accepted: Vec<TokenId>,
     candidates: Vec<u32>,
     candidate_exits: Vec<u32>,
     exit_sets: Vec<ByteSet>,
@@ -117,7 +118,7 @@ fn walk(
         // prefix with the walked token.
         let held = reader.read(bytes, lcp[i] as usize);
         if held == bytes.len() {
-            out.accepted.push(ids[i]);
+            out.accepted.push(TokenId::from_u32(ids[i]));
             i += 1;
             continue;
         }
@@ -158,7 +159,7 @@ pub(super) fn walk_positions(
     vocab: &Vocabulary,
     state: StateId,
     positions: &[u32],
-) -> (Vec<u32>, Vec<u32>) {
+) -> (Vec<TokenId>, Vec<u32>) {
     let mut reader = PrefixReader::new(fsm, state, context);
     let ids = vocab.sorted_token_ids();
     let (mut accepted, mut uncertain) = (Vec::new(), Vec::new());
@@ -166,7 +167,7 @@ pub(super) fn walk_positions(
     // A prefix length of `prev` whose next byte fails, and the verdict of every token sharing it.
     let mut failed: Option<(usize, Class)> = None;
     for &pos in positions {
-        let id = ids[pos as usize];
+        let id = TokenId::from_u32(ids[pos as usize]);
         let bytes = vocab.sorted_token_bytes(pos as usize);
         let lcp = crate::tokenizer::common_prefix_len(prev, bytes);
         if let Some((f, class)) = failed {
@@ -222,9 +223,9 @@ impl PrefixReader {
             held = common;
             self.exits.truncate(common + 1);
         }
-        // The sentinel lead byte is never text (see `util::sentinel`): a token holding it is
+        // The sentinel lead byte is never text (see [`Sentinel`]): a token holding it is
         // rejected or uncertain from there, as if the automaton could not read it.
-        while held < bytes.len() && bytes[held] != SENTINEL_LEAD && self.parser.advance_byte(bytes[held]) {
+        while held < bytes.len() && !Sentinel::is_lead(bytes[held]) && self.parser.advance_byte(bytes[held]) {
             held += 1;
             let exit = self.parser.is_accepting_at(self.base + held) as u32;
             self.exits.push(self.exits[held - 1] + exit);
@@ -241,7 +242,7 @@ impl PrefixReader {
 }
 
 /// The smallest form of a walk's accepted tokens.
-pub(super) fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseAccepted {
+pub(super) fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<TokenId>) -> BaseAccepted {
     let bitset_words = mask_words(vocab.vocab_size());
     let ids = vocab.sorted_token_ids();
     let not_accepted_len = ids.len() - accepted.len();
@@ -251,16 +252,16 @@ pub(super) fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<u32>) -> BaseA
     } else if not_accepted_len <= bitset_words {
         let mut bits = vec![0u32; bitset_words];
         for &id in &accepted {
-            bits[id as usize / 32] |= 1 << (id % 32);
+            bits[id.word()] |= id.bit();
         }
-        let mut other: Vec<u32> =
-            ids.iter().copied().filter(|&id| bits[id as usize / 32] >> (id % 32) & 1 == 0).collect();
+        let mut other: Vec<TokenId> =
+            ids.iter().map(|&id| TokenId::from_u32(id)).filter(|&id| bits[id.word()] & id.bit() == 0).collect();
         other.sort_unstable();
         BaseAccepted::NotAccepted(other.into_boxed_slice())
     } else {
         let mut bits = vec![0u32; bitset_words];
         for id in accepted {
-            bits[id as usize / 32] |= 1 << (id % 32);
+            bits[id.word()] |= id.bit();
         }
         BaseAccepted::Bitset(bits.into_boxed_slice())
     }

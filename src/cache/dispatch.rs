@@ -26,6 +26,7 @@ use super::MaskEntry;
 use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
+use crate::util::id::TokenId;
 
 /// Which tokens (by sorted position) a dispatch rule reads entirely as free text from its start
 /// state.
@@ -112,7 +113,7 @@ pub(super) fn free_text_entry(
     let mut accepted = Vec::new();
     let mut check = Vec::new();
     free_walk(fsm, vocab, state, Some(base), |pos, fate| match fate {
-        Fate::Free => accepted.push(ids[pos]),
+        Fate::Free => accepted.push(TokenId::from_u32(ids[pos])),
         Fate::Parser => check.push(pos as u32),
     });
     let (more, uncertain) = walk_positions(fsm, context, follow, vocab, state, &check);

@@ -51,18 +51,19 @@ pub use build::{build_base, build_entry};
 pub use pool::{Lookup, MaskPool, PoolStats};
 
 use crate::fsm::hash::{hash_rules, FsmHashes};
-use crate::fsm::{lookahead::follow_sets, GrammarFsm, RuleKind, StateId};
+use crate::fsm::{lookahead::follow_sets, FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
+use crate::util::id::TokenId;
 
 /// The accepted part of a cache entry, in the smallest of three forms.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdaptiveTokenMask {
     /// The accepted token ids, ascending.
-    Accepted(Box<[u32]>),
+    Accepted(Box<[TokenId]>),
     /// The rejected token ids, ascending: every other normal token that is not uncertain is
     /// accepted.
-    Rejected(Box<[u32]>),
+    Rejected(Box<[TokenId]>),
     /// Accepted tokens as a bitmask in the engine layout.
     Bitset(Box<[u32]>),
 }
@@ -81,7 +82,8 @@ impl MaskEntry {
     /// Heap bytes used.
     pub fn memory_usage(&self) -> usize {
         let list = match &self.accepted {
-            AdaptiveTokenMask::Accepted(v) | AdaptiveTokenMask::Rejected(v) | AdaptiveTokenMask::Bitset(v) => v.len(),
+            AdaptiveTokenMask::Accepted(v) | AdaptiveTokenMask::Rejected(v) => v.len(),
+            AdaptiveTokenMask::Bitset(v) => v.len(),
         };
         (list + self.uncertain.len()) * 4
     }
@@ -137,10 +139,34 @@ struct Shared {
     hashes: FsmHashes,
 }
 
+/// The memo slot of one cache entry: a scannable state, and whether the entry is the one for
+/// items of a counted repetition below its minimum, built without context (see
+/// [`MaskCache::entry`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct EntrySlot {
+    /// The state.
+    pub state: StateId,
+    /// Whether the entry is built without the certain context.
+    pub below_min: bool,
+}
+
+impl EntrySlot {
+    /// The position of the slot in a memo table: two slots per state, side by side.
+    #[inline]
+    pub fn index(self) -> usize {
+        2 * self.state.index() + self.below_min as usize
+    }
+
+    /// The number of slots of a memo table for `states` states.
+    pub fn count(states: usize) -> usize {
+        2 * states
+    }
+}
+
 /// The per-grammar memo of cache entries, indexed by automaton state.
 #[derive(Debug)]
 pub struct MaskCache {
-    /// Two slots per state: with its certain context, and without it (see [`MaskCache::entry`]).
+    /// Two slots per state, indexed by [`EntrySlot::index`].
     entries: Vec<OnceLock<Arc<MaskEntry>>>,
     follow: Vec<ByteSet>,
     /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
@@ -148,7 +174,7 @@ pub struct MaskCache {
     shared: Option<Shared>,
     /// Per `TagDispatch` rule, the tokens its start state reads as free text (see
     /// `dispatch.rs`), computed on first use.
-    free_text: crate::util::hash::FastMap<u32, OnceLock<Arc<dispatch::FreeTextBase>>>,
+    free_text: crate::util::hash::FastMap<FsmRuleId, OnceLock<Arc<dispatch::FreeTextBase>>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -161,7 +187,7 @@ impl MaskCache {
     /// structural hashes of the rules, and entries are looked up in the pool before being built.
     pub fn new(fsm: &GrammarFsm, pool: Option<Arc<MaskPool>>) -> Self {
         MaskCache {
-            entries: (0..2 * fsm.state_len()).map(|_| OnceLock::new()).collect(),
+            entries: (0..EntrySlot::count(fsm.state_len())).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
             shared: pool.map(|pool| Shared { pool, hashes: hash_rules(fsm) }),
@@ -193,9 +219,9 @@ impl MaskCache {
         let full = self.certain_context(fsm, state);
         let below_min = below_min && !full.is_empty();
         let context = if below_min { &[][..] } else { full };
-        self.entries[2 * state as usize + below_min as usize].get_or_init(|| {
+        self.entries[EntrySlot { state, below_min }.index()].get_or_init(|| {
             let outer = context.last().map_or(fsm.rule_of(state), |&q| fsm.rule_of(q));
-            let follow = &self.follow[outer as usize];
+            let follow = &self.follow[outer];
             let free_text = self.free_text.get(&fsm.rule_of(state)).filter(|_| fsm.is_free_text(state));
             let key = self.shared.as_ref().and_then(|sh| {
                 pool::entry_key(&sh.hashes, fsm, sh.pool.vocab_fingerprint(), state, context, follow)
@@ -205,7 +231,7 @@ impl MaskCache {
                 // Free text of a dispatch has its own fast path (its base is pooled, the entry
                 // per grammar).
                 (Some(base), _) => {
-                    let start = fsm.rules()[fsm.rule_of(state) as usize].start;
+                    let start = fsm.rule(fsm.rule_of(state)).start;
                     let base = base.get_or_init(|| {
                         let build = || dispatch::FreeTextBase::new(fsm, vocab, start);
                         match &self.shared {
@@ -236,7 +262,7 @@ impl MaskCache {
     /// (a counted rule used once) instead of uncertain.
     #[inline]
     pub fn certain_context(&self, fsm: &GrammarFsm, state: StateId) -> &[StateId] {
-        &self.contexts[fsm.rule_of(state) as usize]
+        &self.contexts[fsm.rule_of(state)]
     }
 
     /// Builds the entries of `states` now, in parallel.
@@ -293,13 +319,13 @@ impl MaskCache {
 fn certain_contexts(fsm: &GrammarFsm) -> Vec<Box<[StateId]>> {
     const MAX_DEPTH: usize = 8;
     let use_site = unique_use_sites(fsm);
-    (0..fsm.rules().len())
+    FsmRuleId::range(fsm.rules().len())
         .map(|r| {
             let mut context = Vec::new();
             let mut rule = r;
             while let Some(q) = use_site[rule] {
-                let parent = fsm.rule_of(q) as usize;
-                if context.len() == MAX_DEPTH || !matches!(fsm.rules()[parent].kind, RuleKind::Plain) {
+                let parent = fsm.rule_of(q);
+                if context.len() == MAX_DEPTH || !matches!(fsm.rule(parent).kind, RuleKind::Plain) {
                     break;
                 }
                 context.push(q);
@@ -319,9 +345,9 @@ fn unique_use_sites(fsm: &GrammarFsm) -> Vec<Option<StateId>> {
         Many,
     }
     let mut uses = vec![Uses::None; fsm.rules().len()];
-    for s in 0..fsm.state_len() as StateId {
+    for s in fsm.states() {
         for e in fsm.rule_edges(s) {
-            let u = &mut uses[e.rule as usize];
+            let u = &mut uses[e.rule];
             *u = match *u {
                 Uses::None => Uses::One(s),
                 _ => Uses::Many,
@@ -331,7 +357,7 @@ fn unique_use_sites(fsm: &GrammarFsm) -> Vec<Option<StateId>> {
     uses.into_iter()
         .enumerate()
         .map(|(r, u)| match u {
-            Uses::One(s) if r as u32 != fsm.root() => Some(s),
+            Uses::One(s) if FsmRuleId::new(r) != fsm.root() => Some(s),
             _ => None,
         })
         .collect()
@@ -347,14 +373,14 @@ pub fn reachable_scannable_states(fsm: &GrammarFsm, vocab: &Vocabulary) -> Vec<(
     }
     let mut reachable = vec![false; fsm.rules().len()];
     let mut stack = vec![fsm.root()];
-    reachable[fsm.root() as usize] = true;
+    reachable[fsm.root()] = true;
     let mut rule_states: Vec<Vec<StateId>> = vec![Vec::new(); fsm.rules().len()];
-    for s in 0..fsm.state_len() as StateId {
-        rule_states[fsm.rule_of(s) as usize].push(s);
+    for s in fsm.states() {
+        rule_states[fsm.rule_of(s)].push(s);
     }
     let mut out = Vec::new();
     while let Some(r) = stack.pop() {
-        for &s in &rule_states[r as usize] {
+        for &s in &rule_states[r] {
             let edges = fsm.byte_edges(s);
             if !edges.is_empty() {
                 let cost =
@@ -362,8 +388,8 @@ pub fn reachable_scannable_states(fsm: &GrammarFsm, vocab: &Vocabulary) -> Vec<(
                 out.push((s, cost));
             }
             for e in fsm.rule_edges(s) {
-                if !reachable[e.rule as usize] {
-                    reachable[e.rule as usize] = true;
+                if !reachable[e.rule] {
+                    reachable[e.rule] = true;
                     stack.push(e.rule);
                 }
             }

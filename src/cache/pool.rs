@@ -36,8 +36,8 @@
 //!
 //! # Bounds and concurrency
 //!
-//! One `parking_lot` mutex guards an LRU list (the `lru` crate) and a byte count; the lock is
-//! held only for map operations, never while walking the vocabulary. When the bytes exceed the
+//! One `parking_lot` mutex guards a byte-bounded LRU map ([`BoundedCache`]); the lock is held
+//! only for map operations, never while walking the vocabulary. When the bytes exceed the
 //! budget the least recently used entries are evicted; an entry larger than the whole budget is
 //! returned to the caller but not stored. Evicted entries stay alive in the grammars that hold
 //! them (an `Arc`), so eviction never invalidates a grammar. Two threads missing the same key at
@@ -46,7 +46,6 @@
 
 use std::sync::Arc;
 
-use lru::LruCache;
 use parking_lot::Mutex;
 
 use super::base::BaseEntry;
@@ -55,6 +54,7 @@ use super::MaskEntry;
 use crate::fsm::hash::FsmHashes;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
+use crate::util::bounded_cache::BoundedCache;
 use crate::util::byteset::ByteSet;
 use crate::util::hash::StableHasher;
 
@@ -132,8 +132,10 @@ impl Stored {
 }
 
 struct Inner {
-    map: LruCache<Slot, Stored>,
-    stats: PoolStats,
+    /// Full-key lookups are the counted ones (hits and misses); base lookups follow a full-key
+    /// miss and are counted in `partial_hits` when they find a base.
+    map: BoundedCache<Slot, Stored>,
+    partial_hits: u64,
 }
 
 /// A byte-bounded, thread-safe pool of cache entries shared by every grammar compiled for one
@@ -161,7 +163,7 @@ pub struct MaskPool {
     /// `TagDispatch` free-text bases by [`super::dispatch::free_text_key`]: one bit per token,
     /// so at most [`FREE_TEXT_BASES`] of them (2 MiB for a 128k vocabulary), outside the byte
     /// budget of the entries.
-    free_text: Mutex<LruCache<u128, Arc<FreeTextBase>>>,
+    free_text: Mutex<BoundedCache<u128, Arc<FreeTextBase>>>,
 }
 
 /// How many free-text bases a pool keeps (a serving process sees a few protocols).
@@ -184,11 +186,8 @@ impl MaskPool {
     pub fn new(vocab: &Vocabulary, budget_bytes: usize) -> Self {
         MaskPool {
             vocab_id: vocabulary_fingerprint(vocab),
-            inner: Mutex::new(Inner {
-                map: LruCache::unbounded(),
-                stats: PoolStats { budget: budget_bytes, ..PoolStats::default() },
-            }),
-            free_text: Mutex::new(LruCache::new(std::num::NonZeroUsize::new(FREE_TEXT_BASES).expect("nonzero"))),
+            inner: Mutex::new(Inner { map: BoundedCache::by_weight(budget_bytes, Stored::bytes), partial_hits: 0 }),
+            free_text: Mutex::new(BoundedCache::by_count(FREE_TEXT_BASES)),
         }
     }
 
@@ -196,12 +195,11 @@ impl MaskPool {
     /// (outside the lock) when absent.
     pub(super) fn free_text_base(&self, key: u128, build: impl FnOnce() -> FreeTextBase) -> Arc<FreeTextBase> {
         if let Some(base) = self.free_text.lock().get(&key) {
-            self.inner.lock().stats.free_text_hits += 1;
             return Arc::clone(base);
         }
         let base = Arc::new(build());
-        self.free_text.lock().put(key, Arc::clone(&base));
-        self.inner.lock().stats.free_text_misses += 1;
+        let released = self.free_text.lock().insert(key, Arc::clone(&base));
+        drop(released);
         base
     }
 
@@ -212,15 +210,28 @@ impl MaskPool {
 
     /// The counters.
     pub fn stats(&self) -> PoolStats {
-        self.inner.lock().stats
+        let (entries, partial_hits) = {
+            let inner = self.inner.lock();
+            (inner.map.stats(), inner.partial_hits)
+        };
+        let free_text = self.free_text.lock().stats();
+        PoolStats {
+            hits: entries.hits,
+            partial_hits,
+            // Every full-key miss looked for a base: those that found none walked.
+            misses: entries.misses - partial_hits,
+            entries: entries.len,
+            bytes: entries.weight,
+            evictions: entries.evictions,
+            budget: entries.budget,
+            free_text_hits: free_text.hits,
+            free_text_misses: free_text.misses,
+        }
     }
 
     /// Drops every stored item (counters are kept).
     pub fn clear(&self) {
-        let mut inner = self.inner.lock();
-        inner.map.clear();
-        inner.stats.entries = 0;
-        inner.stats.bytes = 0;
+        self.inner.lock().map.clear();
     }
 
     /// The entry under `key` for the follow set `follow`: stored, derived from a stored base, or
@@ -235,20 +246,15 @@ impl MaskPool {
         let base = {
             let mut inner = self.inner.lock();
             if let Some(Stored::Full(e)) = inner.map.get(&Slot::Full(key.full)) {
-                let e = Arc::clone(e);
-                inner.stats.hits += 1;
-                return (e, Lookup::Hit);
+                return (Arc::clone(e), Lookup::Hit);
             }
-            match inner.map.get(&Slot::Base(key.base)) {
+            match inner.map.get_uncounted(&Slot::Base(key.base)) {
                 Some(Stored::Base(b)) => {
                     let b = Arc::clone(b);
-                    inner.stats.partial_hits += 1;
+                    inner.partial_hits += 1;
                     Some(b)
                 }
-                _ => {
-                    inner.stats.misses += 1;
-                    None
-                }
+                _ => None,
             }
         };
         let (lookup, base, new_base) = match base {
@@ -256,31 +262,16 @@ impl MaskPool {
             None => (Lookup::Miss, Arc::new(build()), true),
         };
         let entry = Arc::new(base.derive(follow, vocab));
-        let mut inner = self.inner.lock();
-        if new_base {
-            insert(&mut inner, Slot::Base(key.base), Stored::Base(base));
+        let mut released = Vec::new();
+        {
+            let mut inner = self.inner.lock();
+            if new_base {
+                released.extend(inner.map.insert(Slot::Base(key.base), Stored::Base(base)));
+            }
+            released.extend(inner.map.insert(Slot::Full(key.full), Stored::Full(Arc::clone(&entry))));
         }
-        insert(&mut inner, Slot::Full(key.full), Stored::Full(Arc::clone(&entry)));
+        drop(released);
         (entry, lookup)
-    }
-}
-
-fn insert(inner: &mut Inner, slot: Slot, item: Stored) {
-    let bytes = item.bytes();
-    if bytes > inner.stats.budget {
-        return;
-    }
-    if let Some(old) = inner.map.put(slot, item) {
-        inner.stats.bytes -= old.bytes();
-        inner.stats.entries -= 1;
-    }
-    inner.stats.bytes += bytes;
-    inner.stats.entries += 1;
-    while inner.stats.bytes > inner.stats.budget {
-        let Some((_, old)) = inner.map.pop_lru() else { break };
-        inner.stats.bytes -= old.bytes();
-        inner.stats.entries -= 1;
-        inner.stats.evictions += 1;
     }
 }
 
@@ -327,7 +318,7 @@ pub fn entry_key(
     let mut h = StableHasher::new();
     h.write_u64(KEY_VERSION).write_u64(vocab_id);
     let rule = fsm.rule_of(state);
-    match fsm.rules()[rule as usize].kind {
+    match fsm.rule(rule).kind {
         RuleKind::Plain => {
             h.write_u64(0).write_u64(hashes.rooted_hash(fsm, state, ROOTED_LIMIT)?);
         }
@@ -340,7 +331,7 @@ pub fn entry_key(
     let mut child = rule;
     let mut targets: Vec<u64> = Vec::new();
     for &q in context {
-        if !matches!(fsm.rules()[fsm.rule_of(q) as usize].kind, RuleKind::Plain) {
+        if !matches!(fsm.rule(fsm.rule_of(q)).kind, RuleKind::Plain) {
             return None; // contexts never contain counted parents; do not share if they did
         }
         targets.clear();
@@ -361,4 +352,27 @@ pub fn entry_key(
         f.write_u64(w);
     }
     Some(EntryKey { base, full: f.finish() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CompilerConfig, GrammarCompiler, GrammarMatcher, VocabularyBuilder};
+
+    #[test]
+    fn a_renamed_rule_is_served_by_the_pool() {
+        let vocab =
+            VocabularyBuilder::new().tokens(["a", "b", "ab", "</s>"]).special(3).stop_tokens([3]).build().unwrap();
+        let pool = Arc::new(MaskPool::new(&vocab, 1 << 20));
+        let config = CompilerConfig::default();
+        let a = GrammarCompiler::with_pool(vocab.clone(), config.clone(), Arc::clone(&pool)).unwrap();
+        let b = GrammarCompiler::with_pool(vocab, config, Arc::clone(&pool)).unwrap();
+        let mut m = GrammarMatcher::new(&a.compile_grammar(r#"root ::= x "b"  x ::= "a"+"#).unwrap());
+        m.fill_next_token_bitmask(&mut [0u32; 1]);
+        let before = pool.stats().hits;
+        let mut m = GrammarMatcher::new(&b.compile_grammar(r#"root ::= y "b"  y ::= "a"+"#).unwrap());
+        m.fill_next_token_bitmask(&mut [0u32; 1]);
+        // Renamed rule, same structure: served by the pool.
+        assert!(pool.stats().hits > before);
+    }
 }

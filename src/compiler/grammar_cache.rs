@@ -10,11 +10,11 @@
 //! (there is no cheap canonical text for them). The cache is bounded by a number of grammars,
 //! least recently used first out; errors are not cached.
 
-use lru::LruCache;
 use parking_lot::Mutex;
 
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
+use crate::util::bounded_cache::BoundedCache;
 use serde_json::Value;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -33,7 +33,8 @@ pub struct GrammarCacheStats {
 
 /// A bounded map from input hashes to compiled grammars.
 pub(crate) struct GrammarCache {
-    inner: Mutex<(LruCache<u64, CompiledGrammar>, GrammarCacheStats)>,
+    /// Bounded by count; its capacity 0 turns caching off.
+    inner: Mutex<BoundedCache<u64, CompiledGrammar>>,
 }
 
 impl std::fmt::Debug for GrammarCache {
@@ -49,18 +50,18 @@ impl std::panic::UnwindSafe for GrammarCache {}
 
 impl GrammarCache {
     pub(crate) fn new(capacity: usize) -> Self {
-        let stats = GrammarCacheStats { capacity, ..GrammarCacheStats::default() };
-        GrammarCache { inner: Mutex::new((LruCache::unbounded(), stats)) }
+        GrammarCache { inner: Mutex::new(BoundedCache::by_count(capacity)) }
     }
 
     pub(crate) fn stats(&self) -> GrammarCacheStats {
-        let inner = self.inner.lock();
-        GrammarCacheStats { len: inner.0.len(), ..inner.1 }
+        let s = self.inner.lock().stats();
+        // Every compile that ran was stored (errors return before).
+        GrammarCacheStats { hits: s.hits, misses: s.inserts, len: s.len, capacity: s.budget }
     }
 
     /// Whether the cache is on (a capacity above 0).
     pub(crate) fn enabled(&self) -> bool {
-        self.inner.lock().1.capacity > 0
+        self.inner.lock().stats().budget > 0
     }
 
     /// The grammar stored under `key`, or the result of `compile`, stored.
@@ -72,25 +73,12 @@ impl GrammarCache {
         if !self.enabled() {
             return compile();
         }
-        {
-            let mut inner = self.inner.lock();
-            if let Some(g) = inner.0.get(&key) {
-                let g = g.clone();
-                inner.1.hits += 1;
-                return Ok(g);
-            }
+        if let Some(g) = self.inner.lock().get(&key) {
+            return Ok(g.clone());
         }
         // Compiled outside the lock: other compiles proceed meanwhile.
         let g = compile()?;
-        let mut evicted = Vec::new();
-        {
-            let mut inner = self.inner.lock();
-            inner.1.misses += 1;
-            evicted.extend(inner.0.put(key, g.clone()));
-            while inner.0.len() > inner.1.capacity {
-                evicted.extend(inner.0.pop_lru().map(|(_, old)| old));
-            }
-        }
+        let evicted = self.inner.lock().insert(key, g.clone());
         // Evicted grammars are dropped after the lock is released: freeing a large grammar's
         // expression tree takes a while, and other threads' lookups need not wait for it.
         drop(evicted);

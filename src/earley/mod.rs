@@ -26,7 +26,7 @@ mod compact;
 
 use std::sync::Arc;
 
-use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::util::hash::FastMap;
 use crate::util::small_set::SmallSet;
 
@@ -43,25 +43,12 @@ pub struct Item {
 
 #[derive(Clone, Copy, Debug)]
 struct Waiting {
-    rule: u32,
+    rule: FsmRuleId,
     parent: Item,
 }
 
-/// The Earley parser state: one item set per consumed byte.
-///
-/// # Example
-/// ```
-/// use maskforge::{earley::Parser, fsm::GrammarFsm, parse_ebnf};
-/// use std::sync::Arc;
-/// let g = parse_ebnf(r#"root ::= "a" root "b" | "" "#, "root")?;
-/// let mut p = Parser::new(Arc::new(GrammarFsm::new(&g)?));
-/// assert!(p.advance_bytes(b"aab") == 3 && !p.is_accepting());
-/// assert!(p.advance_byte(b'b') && p.is_accepting());
-/// assert!(!p.advance_byte(b'b'));
-/// p.pop_bytes(2);
-/// assert_eq!(p.byte_len(), 2);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// The Earley parser state: one item set per consumed byte (see the unit test
+/// `reads_rolls_back_and_accepts` for a walk-through).
 #[derive(Clone, Debug)]
 pub struct Parser {
     fsm: Arc<GrammarFsm>,
@@ -74,7 +61,7 @@ pub struct Parser {
 struct Chart {
     /// The rule whose completion from origin 0 makes a position accepting: the root, or for
     /// an isolated parser, the start item's rule.
-    start_rule: u32,
+    start_rule: FsmRuleId,
     /// Whether this is an isolated parser (see [`Parser::isolated`]).
     isolated: bool,
     items: Vec<Item>,
@@ -87,7 +74,8 @@ struct Chart {
     floor: usize,
     // Scratch, cleared per set.
     seen: SmallSet<Item>,
-    completed: SmallSet<(u32, u32)>,
+    /// (rule, origin) pairs completed in the open set.
+    completed: SmallSet<(FsmRuleId, u32)>,
     loops: FastMap<(StateId, u32), u32>,
 }
 
@@ -95,7 +83,7 @@ impl Parser {
     /// A parser at the start of the root rule.
     pub fn new(fsm: Arc<GrammarFsm>) -> Self {
         let root = fsm.root();
-        let start = fsm.rules()[root as usize].start;
+        let start = fsm.rule(root).start;
         Self::with_start_items(fsm, &[Item { state: start, origin: 0, count: 0 }])
     }
 
@@ -141,7 +129,7 @@ impl Parser {
         p
     }
 
-    fn empty(fsm: Arc<GrammarFsm>, start_rule: u32, isolated: bool) -> Self {
+    fn empty(fsm: Arc<GrammarFsm>, start_rule: FsmRuleId, isolated: bool) -> Self {
         Parser {
             fsm,
             chart: Chart {
@@ -297,7 +285,7 @@ impl Chart {
             let it = self.items[i];
             i += 1;
             let rule = fsm.rule_of(it.state);
-            let info = &fsm.rules()[rule as usize];
+            let info = fsm.rule(rule);
             let kind = match info.kind {
                 // Out of context, the count of the start item's repetition is unknown.
                 RuleKind::Counted { .. } if self.isolated && it.origin == 0 => {
@@ -332,7 +320,7 @@ impl Chart {
             }
             for e in fsm.rule_edges(it.state) {
                 self.waiting.push(Waiting { rule: e.rule, parent: it });
-                let callee = &fsm.rules()[e.rule as usize];
+                let callee = fsm.rule(e.rule);
                 push_item(&mut self.seen, &mut self.items, Item { state: callee.start, origin: pos, count: 0 });
                 if callee.nullable {
                     push_item(
@@ -367,7 +355,7 @@ impl Chart {
     }
 
     /// Advances every item waiting at `origin` for `rule`, which matched `origin..pos`.
-    fn complete(&mut self, fsm: &GrammarFsm, rule: u32, origin: u32, pos: u32) {
+    fn complete(&mut self, fsm: &GrammarFsm, rule: FsmRuleId, origin: u32, pos: u32) {
         let ws = self.waiting_starts[origin as usize] as usize;
         let we = if origin == pos { self.waiting.len() } else { self.waiting_starts[origin as usize + 1] as usize };
         for w in ws..we {
@@ -389,5 +377,22 @@ impl Chart {
 fn push_item(seen: &mut SmallSet<Item>, items: &mut Vec<Item>, it: Item) {
     if seen.insert(it) {
         items.push(it);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_rolls_back_and_accepts() {
+        let g = crate::parse_ebnf(r#"root ::= "a" root "b" | "" "#, "root").unwrap();
+        let mut p = Parser::new(Arc::new(GrammarFsm::new(&g).unwrap()));
+        assert!(p.advance_bytes(b"aab") == 3 && !p.is_accepting());
+        assert!(p.advance_byte(b'b') && p.is_accepting());
+        assert!(!p.advance_byte(b'b'));
+        p.pop_bytes(2);
+        assert_eq!(p.byte_len(), 2);
+        assert!(!p.is_accepting() && p.advance_bytes(b"bb") == 2 && p.is_accepting());
     }
 }

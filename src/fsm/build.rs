@@ -20,9 +20,10 @@ use super::determinize::optimize;
 use super::flat::FlatFsm;
 use super::nfa::Nfa;
 use super::rule_cache::RuleFsmCache;
-use super::{tag_dispatch, token, ByteEdge, FsmRule, GrammarFsm, Label, RuleEdge, RuleKind};
+use super::{tag_dispatch, token, ByteEdge, FsmRule, FsmRuleId, GrammarFsm, Label, RuleEdge, RuleKind, StateId};
 use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
 use crate::util::scc::strongly_connected_components;
+use crate::util::sentinel::Sentinel;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -192,7 +193,7 @@ pub fn build_grammar_fsm_cached(
         rule_ids: Vec::new(),
         local_of: Vec::new(),
     };
-    let root = grammar.root().index() as u32;
+    let root = grammar.root().as_u32();
     b.need(root);
     let mut built: Vec<Option<Arc<FlatFsm>>> = vec![None; n];
     let mut ranges: Vec<(u32, u32)> = vec![(0, 0); n];
@@ -251,7 +252,8 @@ pub fn build_grammar_fsm_cached(
     for (r, depths) in b.free_depth.into_iter().enumerate() {
         if !depths.is_empty() {
             // The rule's states are numbered from `start - fsm.start` in the frozen automaton.
-            g.free_text.push((g.rules[r].start - automata.fsms[r].start, depths.into_boxed_slice()));
+            let first = StateId::new(g.rules[r].start.index() - automata.fsms[r].start as usize);
+            g.free_text.push((first, depths.into_boxed_slice()));
         }
     }
     Ok(g)
@@ -374,7 +376,7 @@ impl Builder<'_> {
         match e {
             Expr::Empty => end_with_epsilon(nfa, from, to),
             Expr::Bytes(bytes) => {
-                if bytes.contains(&crate::util::sentinel::SENTINEL_LEAD) && self.error.is_none() {
+                if !Sentinel::is_text(bytes) && self.error.is_none() {
                     let rule = self.inline_stack.first().map_or(0, |&r| r as usize);
                     self.error = Some(GrammarError::ReservedByte { rule: self.names[rule].clone() });
                 }
@@ -767,7 +769,7 @@ fn freeze(
     let edges: usize = fsms.iter().map(|f| f.edge_len()).sum();
     let mut g = GrammarFsm {
         rules: Vec::with_capacity(fsms.len()),
-        root,
+        root: FsmRuleId::from_u32(root),
         state_rule: Vec::with_capacity(total),
         finals: Vec::with_capacity(total),
         byte_offsets: Vec::with_capacity(total + 1),
@@ -782,9 +784,11 @@ fn freeze(
     let mut bytes: Vec<ByteEdge> = Vec::new();
     let mut rules: Vec<RuleEdge> = Vec::new();
     for (r, (fsm, name)) in fsms.iter().zip(names).enumerate() {
-        g.rules.push(FsmRule { name, start: base + fsm.start, kind: kinds[r], nullable: nullable[r] });
+        // The rule's local state `s` becomes the global state `base + s`.
+        let global = |s: u32| StateId::from_u32(base + s);
+        g.rules.push(FsmRule { name, start: global(fsm.start), kind: kinds[r], nullable: nullable[r] });
         for s in 0..fsm.state_len() {
-            g.state_rule.push(r as u32);
+            g.state_rule.push(FsmRuleId::new(r));
             g.finals.push(fsm.finals[s]);
             g.byte_offsets.push(g.byte_edges.len() as u32);
             g.rule_offsets.push(g.rule_edges.len() as u32);
@@ -792,8 +796,10 @@ fn freeze(
             rules.clear();
             for &(l, t) in fsm.edges(s as u32) {
                 match l {
-                    Label::Bytes(lo, hi) => bytes.push(ByteEdge { lo, hi, target: base + t }),
-                    Label::Rule(x) => rules.push(RuleEdge { rule: automata.global(r, x), target: base + t }),
+                    Label::Bytes(lo, hi) => bytes.push(ByteEdge { lo, hi, target: global(t) }),
+                    Label::Rule(x) => {
+                        rules.push(RuleEdge { rule: FsmRuleId::from_u32(automata.global(r, x)), target: global(t) })
+                    }
                     Label::Epsilon => unreachable!("frozen automata have no epsilon edges"),
                 }
             }
@@ -901,13 +907,15 @@ mod tests {
     fn accepts(fsm: &GrammarFsm, word: &[Sym]) -> bool {
         let mut cur = vec![fsm.rules()[0].start];
         for sym in word {
-            let mut next: Vec<u32> = Vec::new();
+            let mut next: Vec<StateId> = Vec::new();
             for &s in &cur {
                 match *sym {
                     Sym::Byte(b) => {
                         next.extend(fsm.byte_edges(s).iter().filter(|e| e.lo <= b && b <= e.hi).map(|e| e.target))
                     }
-                    Sym::One => next.extend(fsm.rule_edges(s).iter().filter(|e| e.rule == 1).map(|e| e.target)),
+                    Sym::One => {
+                        next.extend(fsm.rule_edges(s).iter().filter(|e| e.rule == FsmRuleId::new(1)).map(|e| e.target))
+                    }
                 }
             }
             next.sort_unstable();

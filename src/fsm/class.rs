@@ -30,6 +30,17 @@ struct Template {
 }
 
 /// Templates of the classes lowered so far.
+///
+/// # Why it is kept per thread
+/// Between grammars, one value waits in a `thread_local!` (`KEPT`): the builder of a grammar
+/// takes it ([`ClassLowering::take_kept`]) and puts it back when done
+/// ([`ClassLowering::keep`]), so the next grammar compiled on the same thread replays the
+/// templates of the classes they share. Per thread rather than in the compiler, because the
+/// automaton builder is also called without a compiler and from several threads at once, and a
+/// shared map would need a lock on the hottest path of class lowering. A template is a pure
+/// function of its class, so replaying a kept one gives exactly the states and edges computing
+/// it anew would: results never depend on what was built before. Bound: at most
+/// [`MAX_KEPT_TEMPLATES`] templates (a few hundred bytes each); past that all are dropped.
 #[derive(Debug, Default)]
 pub(super) struct ClassLowering {
     templates: FastMap<CharClass, Template>,

@@ -50,6 +50,15 @@ thread_local! {
 
 /// The working memory of [`remove_epsilons`] and [`determinize`] (contents are meaningless
 /// between calls).
+///
+/// # Why it is per thread
+/// One value lives in a `thread_local!` (`SCRATCH`) rather than being passed down by the
+/// caller: these passes run once per rule automaton, thousands of times per grammar, on
+/// whichever thread compiles (several at once in a server), and an explicit value would have
+/// to travel through every construction function for no other use. It holds only buffers that
+/// every call clears before use, so results never depend on earlier calls. Bound:
+/// [`with_scratch`] drops the buffers after a call that grew them past 2^17 edges or marks, or
+/// 2^14 subsets, so a thread keeps at most a few megabytes.
 #[derive(Default)]
 struct Scratch {
     offsets: Vec<u32>,

@@ -82,7 +82,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{GrammarFsm, RuleKind, StateId};
+use super::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::util::scc::strongly_connected_components;
 
 /// The canonical number of a state that is not reachable from its rule's start.
@@ -101,7 +101,7 @@ const DOMAIN_ROOTED: u8 = 3;
 pub struct FsmHashes {
     rule_hash: Vec<Option<u64>>,
     canonical: Vec<u32>,
-    state_rule: Vec<u32>,
+    state_rule: Vec<FsmRuleId>,
 }
 
 impl FsmHashes {
@@ -111,8 +111,8 @@ impl FsmHashes {
     /// # Panics
     /// When `r` is not a rule of the hashed automata.
     #[inline]
-    pub fn rule_hash(&self, r: u32) -> Option<u64> {
-        self.rule_hash[r as usize]
+    pub fn rule_hash(&self, r: FsmRuleId) -> Option<u64> {
+        self.rule_hash[r]
     }
 
     /// The canonical number of state `s` within its rule: its breadth-first visiting order from
@@ -123,7 +123,7 @@ impl FsmHashes {
     /// When `s` is not a state of the hashed automata.
     #[inline]
     pub fn canonical_state(&self, s: StateId) -> u32 {
-        self.canonical[s as usize]
+        self.canonical[s]
     }
 
     /// The cross-grammar key of state `s`: its rule's hash and its canonical number, or `None`
@@ -133,8 +133,8 @@ impl FsmHashes {
     /// When `s` is not a state of the hashed automata.
     #[inline]
     pub fn state_key(&self, s: StateId) -> Option<(u64, u32)> {
-        let c = self.canonical[s as usize];
-        let h = self.rule_hash[self.state_rule[s as usize] as usize]?;
+        let c = self.canonical[s];
+        let h = self.rule_hash[self.state_rule[s]]?;
         (c != UNREACHABLE).then_some((h, c))
     }
 
@@ -185,7 +185,7 @@ impl FsmHashes {
             }
             edges.clear();
             for e in fsm.rule_edges(q) {
-                edges.push((self.rule_hash[e.rule as usize]?, e.target));
+                edges.push((self.rule_hash[e.rule]?, e.target));
             }
             edges.sort_unstable();
             put_u32(&mut buf, edges.len() as u32);
@@ -299,11 +299,7 @@ pub fn hash_rules(fsm: &GrammarFsm) -> FsmHashes {
             rule_hash[m as usize] = Some(xxh3_64(buf));
         }
     }
-    FsmHashes {
-        rule_hash,
-        canonical: enc.canonical,
-        state_rule: (0..fsm.state_len() as u32).map(|s| fsm.rule_of(s)).collect(),
-    }
+    FsmHashes { rule_hash, canonical: enc.canonical, state_rule: fsm.states().map(|s| fsm.rule_of(s)).collect() }
 }
 
 /// The label of a rule-reference edge, in sort order.
@@ -339,20 +335,20 @@ fn reference_graph(fsm: &GrammarFsm) -> References {
     for (r, rule) in fsm.rules().iter().enumerate() {
         let r = r as u32;
         // States belong to exactly one rule, so `seen` never needs clearing.
-        seen[rule.start as usize] = true;
+        seen[rule.start] = true;
         stack.push(rule.start);
         while let Some(s) = stack.pop() {
             for e in fsm.byte_edges(s) {
-                if !std::mem::replace(&mut seen[e.target as usize], true) {
+                if !std::mem::replace(&mut seen[e.target], true) {
                     stack.push(e.target);
                 }
             }
             for e in fsm.rule_edges(s) {
-                if !std::mem::replace(&mut seen[e.target as usize], true) {
+                if !std::mem::replace(&mut seen[e.target], true) {
                     stack.push(e.target);
                 }
-                if std::mem::replace(&mut stamp[e.rule as usize], r) != r {
-                    targets.push(e.rule);
+                if std::mem::replace(&mut stamp[e.rule], r) != r {
+                    targets.push(e.rule.as_u32());
                 }
             }
         }
@@ -428,9 +424,9 @@ impl Encoder<'_> {
         buf.push(rule.nullable as u8);
         queue.clear();
         queue.push(rule.start);
-        canonical[rule.start as usize] = 0;
+        canonical[rule.start] = 0;
         let mut number = |t: StateId, queue: &mut Vec<StateId>| -> u32 {
-            let c = &mut canonical[t as usize];
+            let c = &mut canonical[t];
             if *c == UNREACHABLE {
                 *c = queue.len() as u32;
                 queue.push(t);
@@ -451,7 +447,7 @@ impl Encoder<'_> {
                 put_u32(buf, t);
             }
             rule_edges.clear();
-            rule_edges.extend(fsm.rule_edges(s).iter().map(|e| (key(e.rule), e.target)));
+            rule_edges.extend(fsm.rule_edges(s).iter().map(|e| (key(e.rule.as_u32()), e.target)));
             rule_edges.sort_unstable();
             put_u32(buf, rule_edges.len() as u32);
             for &(k, target) in rule_edges.iter() {
@@ -546,8 +542,8 @@ mod tests {
         no_inline(&g)
     }
 
-    fn rule(fsm: &GrammarFsm, name: &str) -> u32 {
-        fsm.rules().iter().position(|r| r.name == name).unwrap() as u32
+    fn rule(fsm: &GrammarFsm, name: &str) -> FsmRuleId {
+        FsmRuleId::new(fsm.rules().iter().position(|r| r.name == name).unwrap())
     }
 
     fn r(i: usize) -> Expr {
@@ -609,7 +605,7 @@ mod tests {
         assert_eq!(ha.rule_hash(obj), hb.rule_hash(thing));
         assert_ne!(ha.rule_hash(rule(&a, "root")), hb.rule_hash(rule(&b, "root")));
         // Corresponding states: walk both automata along the same bytes.
-        let (mut sa, mut sb) = (a.rules()[obj as usize].start, b.rules()[thing as usize].start);
+        let (mut sa, mut sb) = (a.rules()[obj].start, b.rules()[thing].start);
         for byte in [b'a', b'1', b'2'] {
             assert_eq!(ha.canonical_state(sa), hb.canonical_state(sb));
             assert_eq!(ha.state_key(sa), hb.state_key(sb));
@@ -627,7 +623,8 @@ mod tests {
         let base = grammar(&[("root", seq(vec![lit("a"), r(1)])), ("x", lit("b"))], "root");
         let deep = grammar(&[("root", seq(vec![lit("a"), r(1)])), ("x", lit("c"))], "root");
         let opt = grammar(&[("root", seq(vec![lit("a"), Expr::opt(r(1))])), ("x", lit("b"))], "root");
-        let hashes: Vec<Option<u64>> = [&base, &deep, &opt].iter().map(|f| hash_rules(f).rule_hash(0)).collect();
+        let hashes: Vec<Option<u64>> =
+            [&base, &deep, &opt].iter().map(|f| hash_rules(f).rule_hash(FsmRuleId::new(0))).collect();
         assert!(hashes.iter().all(Option::is_some));
         assert_ne!(hashes[0], hashes[1]);
         assert_ne!(hashes[0], hashes[2]);
@@ -648,7 +645,7 @@ mod tests {
             .iter()
             .map(|f| {
                 let r = f.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
-                hash_rules(f).rule_hash(r as u32).unwrap()
+                hash_rules(f).rule_hash(FsmRuleId::new(r)).unwrap()
             })
             .collect();
         for i in 0..counted.len() {
@@ -678,7 +675,7 @@ mod tests {
         let abc = grammar(&[("a", member("x", 1, "1")), ("b", member("y", 2, "2")), ("c", member("z", 0, "3"))], "a");
         let acb = grammar(&[("a", member("x", 2, "1")), ("b", member("y", 0, "2")), ("c", member("z", 1, "3"))], "a");
         let (habc, hacb) = (hash_rules(&abc), hash_rules(&acb));
-        for m in 0..3 {
+        for m in FsmRuleId::range(3) {
             assert!(habc.rule_hash(m).is_some() && hacb.rule_hash(m).is_some());
             assert_ne!(habc.rule_hash(m), hacb.rule_hash(m));
         }
@@ -688,7 +685,7 @@ mod tests {
     fn self_reference_is_a_simple_cycle() {
         // a ::= "(" a ")" | a a | "x": several edges, one referenced member.
         let g = grammar(&[("a", alt(vec![seq(vec![lit("("), r(0), lit(")")]), seq(vec![r(0), r(0)]), lit("x")]))], "a");
-        assert!(hash_rules(&g).rule_hash(0).is_some());
+        assert!(hash_rules(&g).rule_hash(FsmRuleId::new(0)).is_some());
     }
 
     #[test]
@@ -703,8 +700,8 @@ mod tests {
         );
         let one = grammar(&[("c", alt(vec![seq(vec![lit("x"), r(0)]), lit("y")]))], "c");
         let (h2, h1) = (hash_rules(&two), hash_rules(&one));
-        assert_eq!(h2.rule_hash(0), h2.rule_hash(1));
-        assert_eq!(h2.rule_hash(0), h1.rule_hash(0));
+        assert_eq!(h2.rule_hash(FsmRuleId::new(0)), h2.rule_hash(FsmRuleId::new(1)));
+        assert_eq!(h2.rule_hash(FsmRuleId::new(0)), h1.rule_hash(FsmRuleId::new(0)));
     }
 
     #[test]
@@ -723,7 +720,7 @@ mod tests {
         assert_eq!(h.rule_hash(rule(&g, "v")), None);
         assert_eq!(h.rule_hash(rule(&g, "w")), None);
         assert_eq!(h.rule_hash(rule(&g, "top")), None);
-        let v = &g.rules()[rule(&g, "v") as usize];
+        let v = &g.rules()[rule(&g, "v")];
         assert_eq!(h.canonical_state(v.start), 0);
         assert_eq!(h.state_key(v.start), None);
     }
@@ -752,6 +749,6 @@ mod tests {
         let h = hash_rules(&fsm);
         // Every member has the same local shape: period 1, so all hash equal.
         assert_eq!(h.hashed_rule_len(), n);
-        assert!((1..n as u32).all(|r| h.rule_hash(r) == h.rule_hash(0)));
+        assert!(FsmRuleId::range(n).all(|r| h.rule_hash(r) == h.rule_hash(FsmRuleId::new(0))));
     }
 }

@@ -98,15 +98,15 @@ impl StateSets {
     }
 
     fn track(&mut self, fsm: &GrammarFsm, s: StateId) {
-        if self.slots[s as usize] != UNTRACKED {
+        if self.slots[s] != UNTRACKED {
             return;
         }
-        self.slots[s as usize] = self.first.len() as u32;
+        self.slots[s] = self.first.len() as u32;
         let mut first = ByteSet::EMPTY;
         for e in fsm.byte_edges(s) {
             first.insert_range(e.lo, e.hi);
         }
-        let r = &fsm.rules()[fsm.rule_of(s) as usize];
+        let r = fsm.rule(fsm.rule_of(s));
         self.first.push(first);
         self.endable.push(match r.kind {
             RuleKind::Plain => fsm.is_final(s),
@@ -122,8 +122,8 @@ impl StateSets {
     /// The slot of a tracked state.
     #[inline]
     fn slot(&self, s: StateId) -> usize {
-        debug_assert_ne!(self.slots[s as usize], UNTRACKED, "state {s} is read but not tracked");
-        self.slots[s as usize] as usize
+        debug_assert_ne!(self.slots[s], UNTRACKED, "state {s} is read but not tracked");
+        self.slots[s] as usize
     }
 
     #[inline]
@@ -140,7 +140,7 @@ impl StateSets {
 /// The start of a counted rule, for a state that may end an iteration of it (the next
 /// iteration reads on from there).
 fn loops_to(fsm: &GrammarFsm, s: StateId) -> Option<StateId> {
-    let r = &fsm.rules()[fsm.rule_of(s) as usize];
+    let r = fsm.rule(fsm.rule_of(s));
     match r.kind {
         RuleKind::Counted { .. } if s != r.start && fsm.is_final(s) => Some(r.start),
         _ => None,
@@ -149,7 +149,7 @@ fn loops_to(fsm: &GrammarFsm, s: StateId) -> Option<StateId> {
 
 /// The states whose sets can grow beyond their byte edges: with rule edges or an iteration end.
 fn active_states(fsm: &GrammarFsm) -> Vec<StateId> {
-    (0..fsm.state_len() as StateId).filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(fsm, s).is_some()).collect()
+    fsm.states().filter(|&s| !fsm.rule_edges(s).is_empty() || loops_to(fsm, s).is_some()).collect()
 }
 
 /// The states whose sets active state `s`'s sets are computed from (see [`update`]).
@@ -157,7 +157,7 @@ fn reads(fsm: &GrammarFsm, s: StateId) -> impl Iterator<Item = StateId> + '_ {
     fsm.rule_edges(s)
         .iter()
         .flat_map(move |e| {
-            let callee = &fsm.rules()[e.rule as usize];
+            let callee = fsm.rule(e.rule);
             [Some(callee.start), callee.nullable.then_some(e.target)]
         })
         .chain([loops_to(fsm, s)])
@@ -169,7 +169,7 @@ fn update(fsm: &GrammarFsm, s: StateId, sets: &mut StateSets) -> bool {
     let mut f = sets.first(s);
     let mut end = sets.endable(s);
     for e in fsm.rule_edges(s) {
-        let callee = &fsm.rules()[e.rule as usize];
+        let callee = fsm.rule(e.rule);
         f.union_with(&sets.first(callee.start));
         if callee.nullable {
             f.union_with(&sets.first(e.target));
@@ -193,8 +193,8 @@ fn calls<'a>(
     sets: &'a StateSets,
 ) -> impl Iterator<Item = (usize, usize, ByteSet, bool)> + 'a {
     active.iter().flat_map(move |&s| {
-        let parent = fsm.rule_of(s) as usize;
-        fsm.rule_edges(s).iter().map(move |e| (parent, e.rule as usize, sets.first(e.target), sets.endable(e.target)))
+        let parent = fsm.rule_of(s).index();
+        fsm.rule_edges(s).iter().map(move |e| (parent, e.rule.index(), sets.first(e.target), sets.endable(e.target)))
     })
 }
 

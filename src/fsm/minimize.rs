@@ -46,6 +46,15 @@ thread_local! {
 }
 
 /// The working memory of [`minimize`] (contents are meaningless between calls).
+///
+/// # Why it is per thread
+/// One value lives in a `thread_local!` (`SCRATCH`) rather than being passed down by the
+/// caller: minimization runs once per deterministic rule automaton, thousands of times per
+/// grammar, on whichever thread compiles (several at once in a server), and an explicit value
+/// would have to travel through every construction function for no other use. It holds only
+/// buffers that every call clears before use, so results never depend on earlier calls.
+/// Bound: [`Scratch::trim`] drops the buffers after a call that grew them past 2^16 partition
+/// elements or 2^17 predecessor edges, so a thread keeps at most a few megabytes.
 #[derive(Default)]
 struct Scratch {
     preds: Predecessors,

@@ -10,7 +10,7 @@
 //!
 //! All rule automata of a grammar are frozen together into one [`GrammarFsm`]: states are
 //! numbered globally, edges live in two CSR arrays sorted by label, so an Earley item needs only
-//! a global state id (`u32`) and the parser's hot loop reads contiguous memory.
+//! a global [`StateId`] (one `u32`) and the parser's hot loop reads contiguous memory.
 //!
 //! Repetition `R{m,n}` is expanded into the automaton when that is small (`[0-9]{4}`), and
 //! otherwise becomes a **counted rule** (XGrammar-2 §3.6): the automaton of `R` alone, whose
@@ -38,12 +38,28 @@ pub use rule_cache::{RuleFsmCache, RuleFsmCacheStats};
 use tag_dispatch::MID_CHAR;
 
 use crate::grammar::{Grammar, RuleId};
+use crate::util::id::define_id;
 
 /// Token ids as sorted, disjoint inclusive ranges.
 pub type IdRanges = Box<[(u32, u32)]>;
 
-/// A state id in a [`GrammarFsm`] (global over all rules).
-pub type StateId = u32;
+define_id! {
+    /// A state of a [`GrammarFsm`] (numbered globally over all rules).
+    pub struct StateId;
+}
+
+define_id! {
+    /// A rule of a [`GrammarFsm`], an index into [`GrammarFsm::rules`]: the grammar's own rules
+    /// keep their [`RuleId`] numbers, synthetic rules (counted repetitions) follow.
+    pub struct FsmRuleId;
+}
+
+impl From<RuleId> for FsmRuleId {
+    #[inline]
+    fn from(r: RuleId) -> Self {
+        FsmRuleId::from_u32(r.as_u32())
+    }
+}
 
 /// An edge label while building. Ordered bytes first (by `lo`, then `hi`), then rules (by id),
 /// then epsilon.
@@ -176,8 +192,8 @@ pub struct ByteEdge {
 /// A rule-reference edge of the frozen automaton.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct RuleEdge {
-    /// The referenced rule (an index into [`GrammarFsm::rules`]).
-    pub rule: u32,
+    /// The referenced rule.
+    pub rule: FsmRuleId,
     /// Target state once the rule has matched.
     pub target: StateId,
 }
@@ -189,8 +205,8 @@ pub struct RuleEdge {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrammarFsm {
     pub(crate) rules: Vec<FsmRule>,
-    pub(crate) root: u32,
-    pub(crate) state_rule: Vec<u32>,
+    pub(crate) root: FsmRuleId,
+    pub(crate) state_rule: Vec<FsmRuleId>,
     pub(crate) finals: Vec<bool>,
     pub(crate) byte_offsets: Vec<u32>,
     pub(crate) byte_edges: Vec<ByteEdge>,
@@ -219,7 +235,7 @@ impl GrammarFsm {
     }
     /// The root rule.
     #[inline]
-    pub fn root(&self) -> u32 {
+    pub fn root(&self) -> FsmRuleId {
         self.root
     }
     /// The number of states.
@@ -229,26 +245,36 @@ impl GrammarFsm {
     }
     /// The rule a state belongs to.
     #[inline]
-    pub fn rule_of(&self, s: StateId) -> u32 {
-        self.state_rule[s as usize]
+    pub fn rule_of(&self, s: StateId) -> FsmRuleId {
+        self.state_rule[s]
+    }
+    /// The rule `r`.
+    #[inline]
+    pub fn rule(&self, r: FsmRuleId) -> &FsmRule {
+        &self.rules[r]
+    }
+    /// Every state, in order.
+    #[inline]
+    pub fn states(&self) -> crate::util::id::IdRange<StateId> {
+        StateId::range(self.state_len())
     }
     /// Whether `s` is final (for counted rules: when the count allows it).
     #[inline]
     pub fn is_final(&self, s: StateId) -> bool {
-        self.finals[s as usize]
+        self.finals[s]
     }
     /// The byte edges of `s`, sorted by `lo`, disjoint in deterministic states.
     #[inline]
     pub fn byte_edges(&self, s: StateId) -> &[ByteEdge] {
-        &self.byte_edges[self.byte_offsets[s as usize] as usize..self.byte_offsets[s as usize + 1] as usize]
+        &self.byte_edges[self.byte_offsets[s] as usize..self.byte_offsets[s.index() + 1] as usize]
     }
     /// The rule edges of `s`, sorted by rule.
     #[inline]
     pub fn rule_edges(&self, s: StateId) -> &[RuleEdge] {
-        &self.rule_edges[self.rule_offsets[s as usize] as usize..self.rule_offsets[s as usize + 1] as usize]
+        &self.rule_edges[self.rule_offsets[s] as usize..self.rule_offsets[s.index() + 1] as usize]
     }
     /// Whether state `s` can read a token by id (has an edge on the sentinel lead byte `0xFF`;
-    /// see [`crate::util::sentinel`]).
+    /// see [`crate::util::sentinel::Sentinel`]).
     #[inline]
     pub fn reads_token(&self, s: StateId) -> bool {
         token::reads_sentinel(self, s)
@@ -282,16 +308,16 @@ impl GrammarFsm {
     fn free_text_raw(&self, s: StateId) -> Option<u32> {
         let i = self.free_text.partition_point(|e| e.0 <= s).checked_sub(1)?;
         let (first, depths) = &self.free_text[i];
-        depths.get((s - first) as usize).copied().filter(|&d| d != u32::MAX)
+        depths.get(s.index() - first.index()).copied().filter(|&d| d != u32::MAX)
     }
 
     /// The `TagDispatch` rules that have free-text states.
-    pub(crate) fn dispatch_rules(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn dispatch_rules(&self) -> impl Iterator<Item = FsmRuleId> + '_ {
         self.free_text.iter().map(|e| self.rule_of(e.0))
     }
     /// The grammar rule id of rule index `r`, if it is one of the grammar's own rules.
-    pub fn grammar_rule(&self, r: u32, grammar: &Grammar) -> Option<RuleId> {
-        ((r as usize) < grammar.rules().len()).then(|| RuleId::new(r as usize))
+    pub fn grammar_rule(&self, r: FsmRuleId, grammar: &Grammar) -> Option<RuleId> {
+        (r.index() < grammar.rules().len()).then(|| RuleId::new(r.index()))
     }
     /// Heap bytes used.
     pub fn memory_usage(&self) -> usize {

@@ -19,18 +19,18 @@
 //!
 //! # Bounds
 //!
-//! An LRU list (the `lru` crate) under one `parking_lot` mutex, bounded by the total number of
+//! An LRU map ([`BoundedCache`]) under one `parking_lot` mutex, bounded by the total number of
 //! states kept; an automaton larger than the whole budget is not kept. The lock is held for map
 //! operations only, never while building.
 
 use std::sync::Arc;
 
-use lru::LruCache;
 use parking_lot::Mutex;
 
 use super::flat::FlatFsm;
 use super::nfa::Nfa;
 use super::Label;
+use crate::util::bounded_cache::BoundedCache;
 
 /// Counters of a [`RuleFsmCache`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,36 +52,28 @@ pub struct RuleFsmCacheStats {
 /// `Send + Sync`; a [`crate::GrammarCompiler`] owns one and its clones share it.
 #[derive(Debug)]
 pub struct RuleFsmCache {
-    max_states: usize,
-    inner: Mutex<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    map: LruCache<u128, Entry>,
-    stats: RuleFsmCacheStats,
+    /// Weighed by states.
+    inner: Mutex<BoundedCache<u128, Entry>>,
 }
 
 /// A finished automaton, its rule labels local (see the module docs).
 type Entry = Arc<FlatFsm>;
 
 // A panic while the lock is held cannot leave a half-updated entry behind: entries are whole
-// `Arc`s inserted by one `put`, and the counters are only advisory.
+// `Arc`s inserted by one `insert`, and the counters are only advisory.
 impl std::panic::RefUnwindSafe for RuleFsmCache {}
 impl std::panic::UnwindSafe for RuleFsmCache {}
 
 impl RuleFsmCache {
     /// A cache keeping at most `max_states` automaton states in all.
     pub fn new(max_states: usize) -> Self {
-        RuleFsmCache {
-            max_states,
-            inner: Mutex::new(Inner { map: LruCache::unbounded(), stats: RuleFsmCacheStats::default() }),
-        }
+        RuleFsmCache { inner: Mutex::new(BoundedCache::by_weight(max_states, |fsm: &Entry| fsm.state_len())) }
     }
 
     /// The counters.
     pub fn stats(&self) -> RuleFsmCacheStats {
-        self.inner.lock().stats
+        let s = self.inner.lock().stats();
+        RuleFsmCacheStats { hits: s.hits, misses: s.misses, entries: s.len, states: s.weight, evictions: s.evictions }
     }
 
     /// The finished automaton of the Thompson automaton `nfa` (rule labels local, see the
@@ -89,43 +81,13 @@ impl RuleFsmCache {
     /// covers the build options that change the result.
     pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> FlatFsm) -> Arc<FlatFsm> {
         let key = key(nfa, salt);
-        if let Some(fsm) = self.inner.lock().lookup(&key) {
-            return fsm;
+        if let Some(fsm) = self.inner.lock().get(&key) {
+            return Arc::clone(fsm);
         }
         let built = Arc::new(build(nfa));
-        self.inner.lock().insert(key, Arc::clone(&built), self.max_states);
+        let released = self.inner.lock().insert(key, Arc::clone(&built));
+        drop(released);
         built
-    }
-}
-
-impl Inner {
-    fn lookup(&mut self, key: &u128) -> Option<Entry> {
-        let hit = self.map.get(key).cloned();
-        if hit.is_some() {
-            self.stats.hits += 1;
-        } else {
-            self.stats.misses += 1;
-        }
-        hit
-    }
-
-    fn insert(&mut self, key: u128, entry: Entry, max_states: usize) {
-        let states = entry.state_len();
-        if states > max_states {
-            return;
-        }
-        if let Some(old) = self.map.put(key, entry) {
-            self.stats.states -= old.state_len();
-            self.stats.entries -= 1;
-        }
-        self.stats.states += states;
-        self.stats.entries += 1;
-        while self.stats.states > max_states {
-            let Some((_, old)) = self.map.pop_lru() else { break };
-            self.stats.states -= old.state_len();
-            self.stats.entries -= 1;
-            self.stats.evictions += 1;
-        }
     }
 }
 

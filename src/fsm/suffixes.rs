@@ -29,6 +29,15 @@ thread_local! {
 }
 
 /// The working memory of [`merge_equal_suffixes`] (contents are meaningless between calls).
+///
+/// # Why it is per thread
+/// One value lives in a `thread_local!` (`SCRATCH`) rather than being passed down by the
+/// caller: the pass runs once per rule automaton, thousands of times per grammar, from the
+/// automaton builder on whichever thread compiles (several at once in a server), and an
+/// explicit value would have to travel through every construction function for no other use.
+/// It holds only buffers that every call clears before use, so results never depend on
+/// earlier calls. Bound: after a call whose automaton grew `rep` past 2^16 states the buffers
+/// are dropped, so a thread keeps at most a few megabytes.
 #[derive(Default)]
 struct Scratch {
     /// Per state, its representative once finished; itself before.

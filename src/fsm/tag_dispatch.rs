@@ -43,10 +43,11 @@ use aho_corasick::automaton::Automaton;
 use aho_corasick::dfa::DFA;
 use aho_corasick::{Anchored, MatchKind};
 
-use super::{Fsm, Label};
+use super::{token, Fsm, Label};
 use crate::grammar::{GrammarError, TagDispatch, Trigger};
 use crate::util::hash::FastMap;
-use crate::util::sentinel::{sentinel, SENTINEL_LEAD};
+use crate::util::id::TokenId;
+use crate::util::sentinel::Sentinel;
 
 /// A dispatch automaton and, per state, the Aho-Corasick depth of free-text states at a
 /// character boundary.
@@ -150,14 +151,14 @@ pub(super) fn dispatch_fsm(t: &TagDispatch, bodies: &[u32], rule: &str) -> Resul
         if bytes.is_empty() {
             return Err(invalid(format!("an empty {what}")));
         }
-        if bytes.contains(&SENTINEL_LEAD) {
+        if !Sentinel::is_text(bytes) {
             return Err(invalid(format!("the {what} {:?} contains the byte 0xFF, reserved for token ids", bytes)));
         }
         patterns.push(bytes);
         kinds.push(kind);
     }
     for &(id, _) in &token_triggers {
-        if id > crate::util::sentinel::MAX_SENTINEL_ID {
+        if !Sentinel::fits(id) {
             return Err(invalid(format!("token trigger {id} is not a token id")));
         }
     }
@@ -250,7 +251,7 @@ impl Builder<'_> {
             }
             if utf8 == Utf8::Boundary {
                 if let Some(t0) = tokens {
-                    self.fsm.add_edge(id, Label::Bytes(SENTINEL_LEAD, SENTINEL_LEAD), t0);
+                    self.fsm.add_edge(id, token::LEAD_LABEL, t0);
                 }
             }
         }
@@ -321,7 +322,7 @@ impl Builder<'_> {
         let mut children: FastMap<(u32, u8), u32> = FastMap::default();
         for &(id, i) in token_triggers {
             let mut cur = root;
-            for &d in &sentinel(id)[1..] {
+            for &d in Sentinel::encode(TokenId::from_u32(id)).digits() {
                 cur = match children.get(&(cur, d)) {
                     Some(&next) => next,
                     None => {

@@ -16,24 +16,31 @@ use super::nfa::Nfa;
 use super::{GrammarFsm, IdRanges, Label, StateId};
 use crate::grammar::TokenSet;
 use crate::util::ranges::canonical;
-use crate::util::sentinel::{complement, sentinel_sequences, MAX_SENTINEL_ID, SENTINEL_DIGITS, SENTINEL_LEAD};
+use crate::util::sentinel::Sentinel;
 
-/// The id ranges `set` stands for, within `0..=MAX_SENTINEL_ID`.
+/// The label of the edge on a sentinel's lead byte, where reading a token by id starts.
+pub(super) const LEAD_LABEL: Label = Label::Bytes(Sentinel::LEAD, Sentinel::LEAD);
+
+/// The id ranges `set` stands for, within `0..=Sentinel::MAX_ID`.
 pub(crate) fn resolved_ids(set: &TokenSet) -> Vec<(u32, u32)> {
     if set.is_negated() {
-        complement(set.ranges())
+        Sentinel::complement(set.ranges())
     } else {
-        set.ranges().iter().filter(|r| r.0 <= MAX_SENTINEL_ID).map(|&(lo, hi)| (lo, hi.min(MAX_SENTINEL_ID))).collect()
+        set.ranges()
+            .iter()
+            .filter(|r| r.0 <= Sentinel::MAX_ID)
+            .map(|&(lo, hi)| (lo, hi.min(Sentinel::MAX_ID)))
+            .collect()
     }
 }
 
 /// Adds the sentinels of `set` to `nfa` from `from`; returns the state where they end.
 pub(super) fn lower_token_set(nfa: &mut Nfa, set: &TokenSet, from: u32) -> u32 {
     let lead = nfa.add_state();
-    nfa.add_edge(from, Label::Bytes(SENTINEL_LEAD, SENTINEL_LEAD), lead);
+    nfa.add_edge(from, LEAD_LABEL, lead);
     let end = nfa.add_state();
     for (lo, hi) in resolved_ids(set) {
-        for seq in sentinel_sequences(lo, hi) {
+        for seq in Sentinel::sequences(lo, hi) {
             let mut cur = lead;
             for (k, &(blo, bhi)) in seq.iter().enumerate() {
                 let next = if k + 1 == seq.len() { end } else { nfa.add_state() };
@@ -48,20 +55,20 @@ pub(super) fn lower_token_set(nfa: &mut Nfa, set: &TokenSet, from: u32) -> u32 {
 /// Whether state `s` of `fsm` can read the lead byte of a sentinel.
 #[inline]
 pub(crate) fn reads_sentinel(fsm: &GrammarFsm, s: StateId) -> bool {
-    fsm.byte_edges(s).last().is_some_and(|e| e.hi == SENTINEL_LEAD)
+    fsm.byte_edges(s).last().is_some_and(|e| Sentinel::is_lead(e.hi))
 }
 
 /// For every state that can read a sentinel, the ids it accepts (sorted, disjoint, merged
 /// ranges), sorted by state.
 pub(super) fn token_sets(fsm: &GrammarFsm) -> Vec<(StateId, IdRanges)> {
     let mut out = Vec::new();
-    for s in 0..fsm.state_len() as StateId {
+    for s in fsm.states() {
         if !reads_sentinel(fsm, s) {
             continue;
         }
         let mut ranges = Vec::new();
-        for e in fsm.byte_edges(s).iter().filter(|e| e.hi == SENTINEL_LEAD) {
-            ranges.extend(digit_ranges(fsm, e.target, SENTINEL_DIGITS));
+        for e in fsm.byte_edges(s).iter().filter(|e| Sentinel::is_lead(e.hi)) {
+            ranges.extend(digit_ranges(fsm, e.target, Sentinel::DIGITS));
         }
         out.push((s, canonical(ranges, u32::MAX).into_boxed_slice()));
     }

@@ -6,32 +6,10 @@
 //! is kept as [`Expr::Repeat`] with its bounds, never unrolled here: the automaton builder
 //! decides per case whether to expand a small repetition or keep a counter (XGrammar-2 §3.6).
 
-use std::fmt;
-
-/// The identifier of a rule inside one [`crate::Grammar`].
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RuleId(u32);
-
-impl RuleId {
-    /// The id with index `i`.
-    ///
-    /// # Panics
-    /// When `i` does not fit in a `u32` (a grammar that large is rejected by the builder first).
-    #[inline]
-    pub fn new(i: usize) -> Self {
-        RuleId(u32::try_from(i).expect("rule index overflows u32"))
-    }
-    /// The index of the rule in [`crate::Grammar::rules`].
-    #[inline]
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl fmt::Debug for RuleId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RuleId({})", self.0)
-    }
+crate::util::id::define_id! {
+    /// The identifier of a rule inside one [`crate::Grammar`]: its index in
+    /// [`crate::Grammar::rules`].
+    pub struct RuleId;
 }
 
 /// The largest Unicode scalar value.

@@ -5,16 +5,28 @@
 //! step does not allocate.
 
 use super::oracle::walk_tokens;
-use crate::cache::AdaptiveTokenMask;
+use crate::cache::{AdaptiveTokenMask, EntrySlot};
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
-use crate::fsm::{RuleKind, StateId};
+use crate::fsm::RuleKind;
+use crate::util::id::TokenId;
+
+/// One cache entry the current Earley set needs, and how far its accepted set can be trusted.
+#[derive(Clone, Copy, Debug)]
+struct SlotBudget {
+    /// The entry: an item's state, and whether the item's repetition count is below its minimum.
+    slot: EntrySlot,
+    /// The smallest repetition budget of the items using the entry: tokens longer than this
+    /// many bytes may cross the repetition's upper bound and are checked with the parser
+    /// (`u32::MAX` outside counted repetitions).
+    budget: u32,
+}
 
 /// Reusable buffers of the mask computation.
 #[derive(Clone, Debug, Default)]
 pub struct MaskScratch {
-    /// (state, below the repetition minimum, smallest repetition budget of those items).
-    states: Vec<(StateId, bool, u32)>,
+    /// The distinct entries of the current set.
+    states: Vec<SlotBudget>,
     /// Positions (in the sorted vocabulary) to check with the parser.
     check: Vec<u32>,
     /// Words for expanding a rejected-list entry.
@@ -34,7 +46,7 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
         if fsm.byte_edges(it.state).is_empty() {
             continue;
         }
-        let (below_min, budget) = match fsm.rules()[fsm.rule_of(it.state) as usize].kind {
+        let (below_min, budget) = match fsm.rule(fsm.rule_of(it.state)).kind {
             // A token of n bytes may loop n times (once before its first byte when the item sits
             // where an iteration can end), and a loop needs `count + 1 < max`.
             RuleKind::Counted { min, max } => (
@@ -43,15 +55,16 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
             ),
             RuleKind::Plain => (false, u32::MAX),
         };
-        match scratch.states.iter_mut().find(|(s, b, _)| *s == it.state && *b == below_min) {
-            Some(entry) => entry.2 = entry.2.min(budget),
-            None => scratch.states.push((it.state, below_min, budget)),
+        let slot = EntrySlot { state: it.state, below_min };
+        match scratch.states.iter_mut().find(|s| s.slot == slot) {
+            Some(s) => s.budget = s.budget.min(budget),
+            None => scratch.states.push(SlotBudget { slot, budget }),
         }
     }
     let ids = vocab.sorted_token_ids();
     for k in 0..scratch.states.len() {
-        let (state, below_min, budget) = scratch.states[k];
-        let entry = cache.entry(fsm, vocab, state, below_min);
+        let SlotBudget { slot, budget } = scratch.states[k];
+        let entry = cache.entry(fsm, vocab, slot.state, slot.below_min);
         scratch.check.extend_from_slice(&entry.uncertain);
         if budget >= max_len {
             merge_accepted(&entry.accepted, &entry.uncertain, ids, vocab.normal_token_mask(), scratch, out);
@@ -61,10 +74,10 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
             let mut accepted = Vec::new();
             for_each_accepted(&entry.accepted, &entry.uncertain, ids, vocab, scratch, |id| accepted.push(id));
             for id in accepted {
-                if vocab.token_bytes(id).len() as u32 <= budget {
-                    out[id as usize / 32] |= 1 << (id % 32);
+                if vocab.token_bytes(id.as_u32()).len() as u32 <= budget {
+                    out[id.word()] |= id.bit();
                 } else {
-                    scratch.check.push(vocab.sorted_position(id).expect("accepted tokens are normal"));
+                    scratch.check.push(vocab.sorted_position(id.as_u32()).expect("accepted tokens are normal"));
                 }
             }
         }
@@ -125,7 +138,7 @@ fn merge_accepted(
     match mask {
         AdaptiveTokenMask::Accepted(list) => {
             for &id in list.iter() {
-                out[id as usize / 32] |= 1 << (id % 32);
+                out[id.word()] |= id.bit();
             }
         }
         AdaptiveTokenMask::Bitset(bits) => {
@@ -139,11 +152,11 @@ fn merge_accepted(
             scratch.words.extend_from_slice(normal);
             scratch.words.resize(out.len(), 0);
             for &id in list.iter() {
-                scratch.words[id as usize / 32] &= !(1 << (id % 32));
+                scratch.words[id.word()] &= !id.bit();
             }
             for &pos in uncertain {
-                let id = ids[pos as usize];
-                scratch.words[id as usize / 32] &= !(1 << (id % 32));
+                let id = TokenId::from_u32(ids[pos as usize]);
+                scratch.words[id.word()] &= !id.bit();
             }
             for (o, w) in out.iter_mut().zip(&scratch.words) {
                 *o |= w;
@@ -159,12 +172,12 @@ fn for_each_accepted(
     ids: &[u32],
     vocab: &crate::tokenizer::Vocabulary,
     scratch: &mut MaskScratch,
-    mut f: impl FnMut(u32),
+    mut f: impl FnMut(TokenId),
 ) {
     let mut words = vec![0u32; out_words(vocab.vocab_size())];
     merge_accepted(mask, uncertain, ids, vocab.normal_token_mask(), scratch, &mut words);
     for id in crate::util::bitset::allowed_ids(&words) {
-        f(id as u32);
+        f(TokenId::new(id));
     }
 }
 

@@ -35,7 +35,8 @@ use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
-use crate::util::sentinel::{sentinel, SENTINEL_LEAD};
+use crate::util::id::TokenId;
+use crate::util::sentinel::Sentinel;
 
 /// Whether some item of the parser's current set can read a token by id.
 fn reads_token(parser: &Parser) -> bool {
@@ -47,9 +48,8 @@ fn reads_token(parser: &Parser) -> bool {
 /// sentinel, or nothing), or `None`, leaving the parser unchanged, when it is not allowed.
 fn accept_stop(parser: &mut Parser, vocab: &Vocabulary, id: u32) -> Option<u32> {
     if vocab.is_token(id) && reads_token(parser) {
-        let s = sentinel(id);
-        let n = parser.advance_bytes(&s);
-        if n == s.len() && parser.is_accepting() {
+        let n = parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
+        if n == Sentinel::LEN && parser.is_accepting() {
             return Some(n as u32);
         }
         parser.pop_bytes(n);
@@ -232,9 +232,8 @@ impl GrammarMatcher {
             });
         }
         if vocab.is_token(id) && reads_token(&self.parser) {
-            let s = sentinel(id);
-            let n = self.parser.advance_bytes(&s);
-            if n == s.len() {
+            let n = self.parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
+            if n == Sentinel::LEN {
                 self.push_step(Step::Bytes(n as u32));
                 self.after_accept();
                 return Ok(true);
@@ -242,7 +241,7 @@ impl GrammarMatcher {
             self.parser.pop_bytes(n);
         }
         let bytes = vocab.token_bytes(id);
-        if bytes.is_empty() || vocab.is_special(id) || bytes.contains(&SENTINEL_LEAD) {
+        if bytes.is_empty() || vocab.is_special(id) || !Sentinel::is_text(bytes) {
             return Ok(false);
         }
         let n = self.parser.advance_bytes(bytes);
@@ -261,7 +260,7 @@ impl GrammarMatcher {
     /// of UTF-8 text) is rejected.
     pub fn accept_string(&mut self, s: impl AsRef<[u8]>) -> bool {
         let bytes = s.as_ref();
-        if self.terminated || bytes.contains(&SENTINEL_LEAD) {
+        if self.terminated || !Sentinel::is_text(bytes) {
             return false;
         }
         let n = self.parser.advance_bytes(bytes);

@@ -8,21 +8,21 @@
 
 use crate::earley::Parser;
 use crate::tokenizer::{common_prefix_len, Vocabulary};
-use crate::util::sentinel::{sentinel, SENTINEL_LEAD};
+use crate::util::id::TokenId;
+use crate::util::sentinel::Sentinel;
 
 /// Sets the bit of every token that the parser accepts from its current state, by its text
 /// or by its id (its sentinel; see [`crate::matcher`]). Stop tokens are left to the caller.
 /// The parser is restored on return.
 pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32]) {
     walk_tokens(parser, vocab, vocab.sorted_token_ids().iter().copied(), out);
-    if parser.next_bytes()[3] >> 63 == 0 {
+    if !Sentinel::lead_in(&parser.next_bytes()) {
         return;
     }
     for id in 0..vocab.vocab_size() as u32 {
         if vocab.is_token(id) {
-            let s = sentinel(id);
-            let n = parser.advance_bytes(&s);
-            if n == s.len() {
+            let n = parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
+            if n == Sentinel::LEN {
                 out[id as usize / 32] |= 1 << (id % 32);
             }
             parser.pop_bytes(n);
@@ -60,7 +60,7 @@ pub(crate) fn walk_tokens(parser: &mut Parser, vocab: &Vocabulary, ids: impl Ite
             held = common;
         }
         // Text never contains the sentinel lead byte: a token holding it is not text.
-        let text_len = bytes.iter().position(|&b| b == SENTINEL_LEAD).unwrap_or(bytes.len());
+        let text_len = Sentinel::text_len(bytes);
         if held < text_len {
             held += parser.advance_bytes(&bytes[held..text_len]);
         }

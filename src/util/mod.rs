@@ -1,9 +1,13 @@
 //! Layer 0: small data structures that know nothing of grammars or tokens.
 //!
+//! * [`bounded_cache`] is the least-recently-used map, bounded by a total weight, under every
+//!   cache of the engine.
 //! * [`bitset`] holds [`TokenBitmask`], the `u32` word layout serving engines use for their
 //!   int32 bitmask tensors (bit `i % 32` of word `i / 32` is token `i`).
 //! * [`hash`] fixes the hashers: a fast non-cryptographic one for in-memory maps and a
 //!   stable 64-bit one (xxh3) for keys that must agree across processes and grammars.
+//! * [`id`] makes the typed ids (`StateId`, `RuleId`, `TokenId`): `u32` newtypes that index
+//!   their tables.
 //! * [`interner`] numbers distinct slices (state sets, edge signatures) in one arena, so the
 //!   automaton passes allocate per pass rather than per state.
 //! * [`json`] names JSON value kinds for error messages and hashes values without
@@ -14,8 +18,10 @@
 //!   that name a token by id (`Token(...)`) are byte-level too.
 
 pub mod bitset;
+pub mod bounded_cache;
 pub mod byteset;
 pub mod hash;
+pub mod id;
 pub mod interner;
 pub mod json;
 pub mod ranges;

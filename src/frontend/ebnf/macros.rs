@@ -30,9 +30,11 @@ use super::lexer::{Token, TokenKind};
 use super::parser::{Parser, MAX_NESTING};
 use crate::frontend::{Span, SyntaxError};
 use crate::grammar::{Expr, TagDispatch, TokenSet, Trigger};
+use crate::util::sentinel::Sentinel;
 
-/// The largest token id a macro accepts (ids are encoded in 24 bits; see `util::sentinel`).
-const MAX_TOKEN_ID: i64 = (1 << 24) - 1;
+/// The largest token id a macro accepts: the largest with a sentinel (the byte string the
+/// automata read a token id as).
+const MAX_TOKEN_ID: i64 = Sentinel::MAX_ID as i64;
 
 /// A macro argument value.
 #[derive(Clone, Debug, PartialEq, Eq)]

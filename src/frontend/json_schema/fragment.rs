@@ -23,12 +23,12 @@
 
 use std::sync::Arc;
 
-use lru::LruCache;
 use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::{JsonSchemaOptions, Relaxation};
 use crate::grammar::Grammar;
+use crate::util::bounded_cache::BoundedCache;
 
 /// One lowered sub-schema (see the [module docs](self)).
 #[derive(Debug)]
@@ -57,7 +57,7 @@ pub struct SchemaFragmentStats {
 /// count. `Send + Sync`; a [`crate::GrammarCompiler`] owns one.
 #[derive(Debug)]
 pub struct SchemaFragmentCache {
-    inner: Mutex<(LruCache<u128, Slot>, SchemaFragmentStats)>,
+    inner: Mutex<BoundedCache<u128, Slot>>,
 }
 
 /// A cached fragment; `None` remembers a branch that cannot be a fragment (it is lowered inline
@@ -65,21 +65,21 @@ pub struct SchemaFragmentCache {
 type Slot = Option<Arc<Fragment>>;
 
 // A panic while the lock is held cannot leave a half-updated entry: entries are whole `Arc`s
-// inserted by one `put`, and the counters are advisory.
+// inserted by one `insert`, and the counters are advisory.
 impl std::panic::RefUnwindSafe for SchemaFragmentCache {}
 impl std::panic::UnwindSafe for SchemaFragmentCache {}
 
 impl SchemaFragmentCache {
     /// A cache keeping at most `capacity` fragments (at least one).
     pub fn new(capacity: usize) -> Self {
-        let cap = std::num::NonZeroUsize::new(capacity.max(1)).expect("at least one");
-        SchemaFragmentCache { inner: Mutex::new((LruCache::new(cap), SchemaFragmentStats::default())) }
+        SchemaFragmentCache { inner: Mutex::new(BoundedCache::by_count(capacity.max(1))) }
     }
 
     /// The counters.
     pub fn stats(&self) -> SchemaFragmentStats {
-        let inner = self.inner.lock();
-        SchemaFragmentStats { entries: inner.0.len(), ..inner.1 }
+        let s = self.inner.lock().stats();
+        // Every lowering that ran was stored (a failed document lowering returns before).
+        SchemaFragmentStats { hits: s.hits, misses: s.inserts, entries: s.len }
     }
 
     /// The fragment of `schema` at nesting `level`, from the cache or from `lower` (run
@@ -92,17 +92,12 @@ impl SchemaFragmentCache {
         lower: impl FnOnce() -> Option<Fragment>,
     ) -> Option<Arc<Fragment>> {
         let key = fragment_key(schema, options, &level.to_string());
-        {
-            let mut inner = self.inner.lock();
-            if let Some(f) = inner.0.get(&key).cloned() {
-                inner.1.hits += 1;
-                return f;
-            }
+        if let Some(f) = self.inner.lock().get(&key) {
+            return f.clone();
         }
         let fragment = lower().map(Arc::new);
-        let mut inner = self.inner.lock();
-        inner.1.misses += 1;
-        inner.0.put(key, fragment.clone());
+        let released = self.inner.lock().insert(key, fragment.clone());
+        drop(released);
         fragment
     }
 
@@ -117,20 +112,15 @@ impl SchemaFragmentCache {
         options: &JsonSchemaOptions,
     ) -> Result<(Grammar, super::JsonSchemaReport), super::SchemaError> {
         let key = fragment_key(schema, options, "document");
-        let hit = {
-            let mut inner = self.inner.lock();
-            let hit = inner.0.get(&key).cloned().flatten();
-            inner.1.hits += u64::from(hit.is_some());
-            hit
-        };
+        // Documents are always stored as `Some` (errors are not kept).
+        let hit = self.inner.lock().get(&key).cloned().flatten();
         let fragment = match hit {
             Some(f) => f,
             None => {
                 let (grammar, report) = super::json_schema_to_grammar_cached(schema, options, self)?;
                 let f = Arc::new(Fragment { grammar, relaxations: report.relaxations, depth: 0, schemas: 0 });
-                let mut inner = self.inner.lock();
-                inner.1.misses += 1;
-                inner.0.put(key, Some(Arc::clone(&f)));
+                let released = self.inner.lock().insert(key, Some(Arc::clone(&f)));
+                drop(released);
                 f
             }
         };

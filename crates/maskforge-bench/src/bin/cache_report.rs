@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         println!(
             "state {state:5} rule {:12} cost {cost:6} {form:8} {n:6} uncertain {:5} {}",
-            fsm.rules()[fsm.rule_of(state) as usize].name,
+            fsm.rules()[fsm.rule_of(state)].name,
             e.uncertain.len(),
             sample.join(" ")
         );

@@ -50,8 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rules = fsm.rules().len();
         if std::env::var_os("RULE_SIZES").is_some() {
             let mut per_rule = vec![0usize; rules];
-            for s in 0..states as u32 {
-                per_rule[fsm.rule_of(s) as usize] += 1;
+            for s in fsm.states() {
+                per_rule[fsm.rule_of(s)] += 1;
             }
             let mut sizes: Vec<(usize, &str)> =
                 per_rule.iter().zip(fsm.rules()).map(|(&n, r)| (n, r.name.as_str())).collect();

@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let fsm = grammar.fsm();
     let mut times = Vec::new();
-    let mut worst = (0.0, 0);
+    let mut worst = (0.0, maskforge::fsm::StateId::new(0));
     for (state, _) in reachable_scannable_states(fsm, &vocab) {
         let t = Instant::now();
         grammar.mask_cache().entry(fsm, &vocab, state, false);
@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         s.p90,
         s.max,
         worst.1,
-        fsm.rules()[fsm.rule_of(worst.1) as usize].name
+        fsm.rules()[fsm.rule_of(worst.1)].name
     );
     Ok(())
 }

@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let fsm = fsm.expect("built at least once");
         let hashes = hash_rules(&fsm);
         let mut file_print = (fsm.state_len() as u64).to_le_bytes().to_vec();
-        for r in 0..fsm.rules().len() as u32 {
+        for r in maskforge::fsm::FsmRuleId::range(fsm.rules().len()) {
             file_print.extend_from_slice(&hashes.rule_hash(r).unwrap_or(0).to_le_bytes());
         }
         fingerprint.extend_from_slice(&file_print);

@@ -14,8 +14,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let fsm = build_grammar_fsm(&grammar, &FsmLimits::default())?;
     let mut per_rule = vec![0usize; fsm.rules().len()];
-    for s in 0..fsm.state_len() as u32 {
-        per_rule[fsm.rule_of(s) as usize] += 1;
+    for s in fsm.states() {
+        per_rule[fsm.rule_of(s)] += 1;
     }
     let mut sizes: Vec<(usize, &str)> = per_rule.iter().zip(fsm.rules()).map(|(&n, r)| (n, r.name.as_str())).collect();
     sizes.sort_unstable_by(|a, b| b.cmp(a));
