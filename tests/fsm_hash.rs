@@ -15,8 +15,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use maskforge::fsm::hash::{hash_rules, FsmHashes, UNREACHABLE};
 use maskforge::fsm::{build_grammar_fsm, FsmLimits, FsmRuleId, GrammarFsm, RuleKind, StateId};
-use maskforge::{Repeat, JSON_GRAMMAR_EBNF};
 use maskforge::{parse_ebnf, Expr, Grammar, GrammarBuilder, RuleId};
+use maskforge::{Repeat, JSON_GRAMMAR_EBNF};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
