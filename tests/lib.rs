@@ -5,6 +5,7 @@ mod support;
 mod alloc;
 
 mod cache;
+mod data_cases;
 mod earley;
 mod ebnf;
 mod fsm_hash;
