@@ -36,10 +36,11 @@ impl fmt::Display for Config {
     }
 }
 
-/// What one case (with one vocabulary) did: its failures and counters for the summary.
+/// What one case (with one vocabulary) did: its failures (where: a configuration or another
+/// check; why) and counters for the summary.
 #[derive(Default)]
 struct Outcome {
-    failures: Vec<String>,
+    failures: Vec<(String, String)>,
     inputs: usize,
     steps: usize,
     oracle_masks: usize,
@@ -57,17 +58,13 @@ fn every_case_in_every_configuration() {
         .collect();
     let outcomes: Vec<Outcome> = runs
         .par_iter()
-        .map(|&(file, case, vocab)| {
+        .map(|&(_, case, vocab)| {
             // A panic (an input the vocabulary cannot spell, a bug) is this case's failure.
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(case, vocab)));
-            let mut outcome = run.unwrap_or_else(|panic| Outcome {
-                failures: vec![format!("panic] {}", panic_message(&*panic))],
+            run.unwrap_or_else(|panic| Outcome {
+                failures: vec![("panic".into(), panic_message(&*panic).into())],
                 ..Outcome::default()
-            });
-            for f in &mut outcome.failures {
-                *f = format!("{file} › {} [{vocab}, {f}", case.name);
-            }
-            outcome
+            })
         })
         .collect();
     let sum = |get: fn(&Outcome) -> usize| outcomes.iter().map(get).sum::<usize>();
@@ -85,8 +82,12 @@ fn every_case_in_every_configuration() {
         2 * MODES.len(),
         start.elapsed()
     );
-    let failures: Vec<&String> = outcomes.iter().flat_map(|o| &o.failures).collect();
-    let shown: Vec<&str> = failures.iter().take(40).map(|s| s.as_str()).collect();
+    let failures: Vec<String> = (runs.iter().zip(&outcomes))
+        .flat_map(|((file, case, vocab), o)| {
+            o.failures.iter().map(move |(at, why)| format!("{file} › {} [{vocab}, {at}] {why}", case.name))
+        })
+        .collect();
+    let shown: Vec<&str> = failures.iter().take(40).map(String::as_str).collect();
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), shown.join("\n"));
     // Else the warm configurations would test nothing the cold ones do not.
     assert!(warm_pool_entries > 0, "no mask of a warm configuration came from the pool");
@@ -102,7 +103,7 @@ fn run_case(case: &Case, vocab_name: &str) -> Outcome {
     let inputs = case.token_inputs(vocab_name, &vocab);
     let mut outcome = Outcome { inputs: inputs.len(), ..Outcome::default() };
     if let Err(why) = check_reference(case) {
-        outcome.failures.push(format!("reference recognizer] {why}"));
+        outcome.failures.push(("reference recognizer".into(), why));
     }
     let mut oracle = Oracle::default();
     for mode in MODES {
@@ -111,7 +112,7 @@ fn run_case(case: &Case, vocab_name: &str) -> Outcome {
         let compiler = GrammarCompiler::new(vocab.clone(), config);
         for warm in [false, true] {
             let config = Config { mode, warm };
-            let mut fail = |why: String| outcome.failures.push(format!("{config}] {why}"));
+            let mut fail = |why: String| outcome.failures.push((config.to_string(), why));
             let grammar = match check_compile(case, &compiler) {
                 Ok(Some(grammar)) => grammar,
                 Ok(None) => continue,
