@@ -1,6 +1,7 @@
 //! Oracle equality of the token-mask cache, in every cache mode: masks from the cache equal the
 //! exact oracle's bit for bit, on random grammars with a small vocabulary (repetitions expanded
-//! and counted) and on the builtin JSON grammar with the real Llama 3 vocabulary.
+//! and counted), near repetition bounds, and on MaskBench schemas with the real Llama 3
+//! vocabulary. (Every data case of `tests/data/` is checked the same way by `data_cases`.)
 
 use maskforge::fsm::FsmLimits;
 use maskforge::MaskCacheMode;
@@ -78,32 +79,6 @@ fn counted_repetitions_near_their_bounds() {
                 };
                 assert!(m.accept_token(id as u32));
             }
-        }
-    }
-}
-
-/// The builtin JSON grammar with Llama 3: the cache equals the oracle at every token of real
-/// documents, in all three modes.
-#[test]
-fn llama3_json_cache_equals_oracle() {
-    let v = vocab("llama3").clone();
-    let docs = [
-        r#"{"name": "Zoë \"Z\"", "n": [-12.5e3, 0, true, false, null], "o": {}, "u": "\u00e9\n"}"#,
-        "[\n  {\"a\": 1},\n  [],\n  \"x y z\",\n  3.14159\n]",
-        r#"  {"deep": {"er": {"est": [[[1]], {"k": "v"}]}}}  "#,
-    ];
-    for mode in MODES {
-        let grammar = GrammarCompiler::new(v.clone(), CompilerConfig::default().cache_mode(mode))
-            .compile_builtin_json_grammar()
-            .unwrap();
-        for doc in docs {
-            let mut m = GrammarMatcher::new(&grammar);
-            for (i, id) in encode("llama3", doc).into_iter().enumerate() {
-                let mask = assert_oracle_equal(&mut m, &format!("{mode:?} token {i} of {doc}")).unwrap();
-                assert!(mask.get(id as usize));
-                assert!(m.accept_token(id));
-            }
-            assert_oracle_equal(&mut m, "end").unwrap();
         }
     }
 }

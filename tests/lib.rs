@@ -6,6 +6,7 @@ mod alloc;
 
 mod cache;
 mod compaction;
+mod data_cases;
 mod earley;
 mod ebnf;
 mod fsm_hash;

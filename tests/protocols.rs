@@ -9,10 +9,11 @@
 use std::collections::BTreeMap;
 
 use maskforge::{protocol_names, Protocol, ProtocolOptions, ToolChoice};
-use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary, VocabularyBuilder};
+use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary};
 use serde_json::Value;
 
 use crate::support::fixtures::{encode_with_special, load};
+use crate::support::small_vocab::byte_vocab;
 
 /// The protocol cases and their tools, committed with the tests.
 const CASES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/protocols");
@@ -55,15 +56,8 @@ fn cases() -> (Vec<Case>, BTreeMap<String, Value>) {
     (cases, tools)
 }
 
-/// Every single byte as a token plus a stop token `</s>`: character-level checks for the
-/// families without a tokenizer in the fixtures.
-fn byte_vocab() -> Vocabulary {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    tokens.push(b"</s>".to_vec());
-    VocabularyBuilder::new().tokens(tokens).special(256).stop_tokens([256]).build().unwrap()
-}
-
-/// The vocabulary and token ids of `text` for a tokenizer name (`bytes` = character level);
+/// The vocabulary and token ids of `text` for a tokenizer name (`bytes` = character level,
+/// for the families without a tokenizer in the fixtures);
 /// special tokens' texts are encoded as the special tokens.
 fn encode(tokenizer: &str, text: &str) -> (Vocabulary, Vec<u32>) {
     if tokenizer == "bytes" {

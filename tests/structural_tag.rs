@@ -1,13 +1,14 @@
 //! Structural tags compiled for a vocabulary: random tags over every composable format type,
-//! with masks equal to the oracle's at every step of random walks, and a few exact
-//! acceptance checks of the semantics (end detection, triggered tags, token formats).
+//! with masks equal to the oracle's at every step of random walks. The acceptance checks of the
+//! semantics (end detection, triggered tags, token formats) are data:
+//! `tests/data/structural_tag/`, run by `data_cases`.
 
-use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher, Vocabulary};
+use maskforge::{CompiledGrammar, CompilerConfig, GrammarCompiler, Vocabulary};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use crate::support::oracle_check::checked_random_walk;
-use crate::support::small_vocab::{id, token_vocab, SPECIAL_A, SPECIAL_B};
+use crate::support::small_vocab::{token_vocab, SPECIAL_A};
 
 fn compile(format: &Value, vocab: &Vocabulary) -> Result<CompiledGrammar, maskforge::Error> {
     GrammarCompiler::new(vocab.clone(), CompilerConfig::default())
@@ -72,66 +73,6 @@ proptest! {
         let Ok(g) = compile(&format, &v) else { return Ok(()) };
         checked_random_walk(&g, &picks)?;
     }
-}
-
-/// Whether `tokens` (texts of [`token_vocab`], or `<|a|>` / `<|b|>`) are accepted and can end.
-fn accepts(g: &CompiledGrammar, tokens: &[&str]) -> bool {
-    let v = g.vocabulary();
-    let mut m = GrammarMatcher::new(g);
-    tokens.iter().all(|t| {
-        let i = match *t {
-            "<|a|>" => SPECIAL_A,
-            "<|b|>" => SPECIAL_B,
-            t => id(v, t),
-        };
-        m.accept_token(i)
-    }) && m.can_terminate()
-}
-
-#[test]
-fn tag_content_stops_at_the_end() {
-    let v = token_vocab();
-    let g = compile(&json!({"type": "tag", "begin": "a", "content": {"type": "any_text"}, "end": "bc"}), &v).unwrap();
-    assert!(accepts(&g, &["a", "cab", "c"]));
-    assert!(accepts(&g, &["abc"]));
-    // The end cannot occur inside the content.
-    assert!(!accepts(&g, &["a", "bc", "a", "bc"]));
-    assert!(!accepts(&g, &["a", "cc"]));
-}
-
-#[test]
-fn triggered_tags_require_a_full_tag_after_a_trigger() {
-    let v = token_vocab();
-    let tags = json!([{"type": "tag", "begin": "ba", "content": s("c"), "end": "a"}]);
-    let tt = |alo: bool, saf: bool| {
-        compile(&json!({"type": "triggered_tags", "triggers": ["b"], "tags": tags, "at_least_one": alo, "stop_after_first": saf}), &v).unwrap()
-    };
-    // The full tag is `baca`; after the trigger `b` the rest `aca` must follow.
-    let free = tt(false, false);
-    assert!(accepts(&free, &["cc", "bac", "a", "c", "bac", "a"]));
-    assert!(accepts(&free, &["c"]) && accepts(&free, &[]));
-    assert!(!accepts(&free, &["cb"]) && !accepts(&free, &["bcc"]));
-    let once = tt(false, true);
-    assert!(accepts(&once, &["c", "bac", "a"]) && !accepts(&once, &["bac", "a", "c"]));
-    let exactly_one = tt(true, true);
-    assert!(
-        accepts(&exactly_one, &["bac", "a"])
-            && !accepts(&exactly_one, &[])
-            && !accepts(&exactly_one, &["c", "bac", "a"])
-    );
-    let at_least_one = tt(true, false);
-    assert!(accepts(&at_least_one, &["bac", "a", "cc"]) && !accepts(&at_least_one, &["cc"]));
-}
-
-#[test]
-fn token_tags_read_tokens_by_id() {
-    let v = token_vocab();
-    let tag = json!({"type": "tag", "begin": {"type": "token", "token": "<|a|>"}, "content": {"type": "any_tokens"},
-        "end": {"type": "token", "token": "<|b|>"}});
-    let g = compile(&tag, &v).unwrap();
-    assert!(accepts(&g, &["<|a|>", "abc", "<|a|>", "<|b|>"]));
-    assert!(!accepts(&g, &["<|a|>", "abc"]));
-    assert!(!accepts(&g, &["<|b|>"]));
 }
 
 /// The property above skips random tags that do not compile; most must compile, else it

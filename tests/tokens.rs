@@ -1,7 +1,8 @@
 //! Token-level elements (`Token`, `ExcludeToken`, token triggers), stop tokens as terminals and
-//! `TagDispatch`: accept/reject of strings and token sequences, and masks equal to the oracle's
-//! (random dispatches with overlapping triggers, excludes and stop strings, tokens spanning a
-//! trigger boundary).
+//! `TagDispatch`: the exact masks and matcher states of token sequences, and masks equal to the
+//! oracle's (random dispatches with overlapping triggers, excludes and stop strings, tokens
+//! spanning a trigger boundary). Accept/reject cases of dispatches over text and the EBNF
+//! errors are data: `tests/data/ebnf/tag_dispatch.json`, run by `data_cases`.
 
 use maskforge::{
     CompiledGrammar, CompilerConfig, Expr, GrammarBuilder, GrammarCompiler, GrammarError, GrammarMatcher, TagDispatch,
@@ -103,50 +104,11 @@ fn stop_token_when_root_can_end_without_it() {
     assert_eq!(allowed(&mut m), vec![STOP]);
 }
 
+/// A malformed dispatch built without the EBNF parser is refused by the compiler (the EBNF
+/// errors are data: `tests/data/ebnf/tag_dispatch.json`).
 #[test]
-fn tag_dispatch_strings() {
-    let v = token_vocab();
-    let g = compile(
-        "root ::= TagDispatch((\"tag1\", rule1), (\"tag2\", rule2))\nrule1 ::= \"abcd\"\nrule2 ::= \"efg\"",
-        &v,
-    );
-    let accepts = |s: &str| {
-        let mut m = GrammarMatcher::new(&g);
-        m.accept_string(s) && m.can_terminate()
-    };
-    assert!(accepts("tag1abcd") && accepts("tag1abcdtag2efg") && accepts("tag1abcdqqqqtag2efg") && accepts(""));
-    assert!(accepts("free text é ok"));
-    assert!(!accepts("tag1abc") && !accepts("tag1abce") && !accepts("ttag1abd"));
-    // A partial trigger may be pending at the end.
-    assert!(accepts("xx tag"));
-    // Excludes, stop strings, no loop.
-    let g = compile(
-        "root ::= TagDispatch((\"<a>\", a), stop_eos=false, stop_str=(\"END\",), loop_after_dispatch=false, \
-         excludes=(\"!!\",)) \"z\"\na ::= \"1\"",
-        &v,
-    );
-    let accepts = |s: &str| {
-        let mut m = GrammarMatcher::new(&g);
-        m.accept_string(s) && m.can_terminate()
-    };
-    assert!(accepts("hello ENDz") && accepts("hi!<a>1z") && accepts("ENDz"));
-    assert!(!accepts("hi!!ENDz") && !accepts("hello z") && !accepts("<a>1<a>1z") && !accepts("<a>1ENDz"));
-}
-
-#[test]
-fn tag_dispatch_errors() {
-    let v = token_vocab();
-    let c = GrammarCompiler::new(v, CompilerConfig::default());
-    let err = c.compile_grammar("root ::= TagDispatch((\"\", a))\na ::= \"x\"").unwrap_err().to_string();
-    assert!(err.contains("1:23") && err.contains("empty trigger"), "{err}");
-    let err = c.compile_grammar("root ::= TagDispatch((\"a\", a), colour=true)\na ::= \"x\"").unwrap_err().to_string();
-    assert!(err.contains("unknown argument `colour`"), "{err}");
-    let err = c.compile_grammar("root ::= TagDispatch(\"a\")").unwrap_err().to_string();
-    assert!(err.contains("is a pair"), "{err}");
-    let err = c.compile_grammar("root ::= Token(16777216)").unwrap_err().to_string();
-    assert!(err.contains("out of range"), "{err}");
-    let err = c.compile_grammar("root ::= TokenTagDispatch((\"a\", a))\na ::= \"x\"").unwrap_err().to_string();
-    assert!(err.contains("is a token id"), "{err}");
+fn tag_dispatch_built_with_an_empty_trigger_is_an_error() {
+    let c = GrammarCompiler::new(token_vocab(), CompilerConfig::default());
     let mut t = TagDispatch::new([(Trigger::Text(vec![]), Expr::literal("x"))]);
     t.stop_eos = true;
     let mut b = GrammarBuilder::new();
@@ -377,13 +339,6 @@ chan ::= ("analysis" | "final") "<|message|>""#;
         assert!(mask.get(END as usize) && !mask.get(MESSAGE as usize));
         assert!(m.accept_token(END) && m.can_terminate());
         assert_eq!(assert_oracle(&mut m).allowed_ids().collect::<Vec<_>>(), vec![RETURN as usize, CALL as usize]);
-    }
-
-    #[test]
-    fn mixed_special_and_text_trigger_is_an_error() {
-        let c = GrammarCompiler::new(vocab("gptoss").clone(), CompilerConfig::default());
-        let err = c.compile_grammar("root ::= TagDispatch((\"<|channel|>commentary\", a))\na ::= \"x\"").unwrap_err();
-        assert!(err.to_string().contains("mixes a special token"), "{err}");
     }
 }
 

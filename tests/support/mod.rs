@@ -1,5 +1,7 @@
-//! Shared test helpers: fixtures, the reference recognizer, random grammar strategies.
+//! Shared test helpers: fixtures, the reference recognizer, random grammar strategies, the
+//! data-driven case files.
 
+pub mod case_file;
 pub mod fixtures;
 pub mod gen;
 pub mod json_text;

@@ -32,6 +32,19 @@ pub fn recognizes(grammar: &Grammar, input: &[u8]) -> bool {
     table[grammar.root().index()][0].contains(&n)
 }
 
+/// Whether [`recognizes`] can read `grammar`: text only, no token-level elements.
+pub fn reads(grammar: &Grammar) -> bool {
+    fn text_only(e: &Expr) -> bool {
+        match e {
+            Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Rule(_) => true,
+            Expr::Token(_) | Expr::TagDispatch(_) => false,
+            Expr::Seq(items) | Expr::Choice(items) => items.iter().all(text_only),
+            Expr::Repeat(rep) => text_only(&rep.expr),
+        }
+    }
+    grammar.rules().iter().all(|r| text_only(&r.body))
+}
+
 fn eval(e: &Expr, i: usize, input: &[u8], table: &[Vec<BTreeSet<usize>>]) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
     match e {

@@ -1,4 +1,5 @@
-//! A small synthetic vocabulary for property tests over the random grammars of `gen`.
+//! Small synthetic vocabularies: for property tests over the random grammars of `gen`, for
+//! token-level elements, and for character-level checks.
 
 use maskforge::{Vocabulary, VocabularyBuilder};
 
@@ -68,4 +69,12 @@ pub fn token_vocab() -> Vocabulary {
 /// The id of the normal token whose bytes are `text` (panics when there is none).
 pub fn id(vocab: &Vocabulary, text: &str) -> u32 {
     vocab.sorted_token_ids().iter().copied().find(|&i| vocab.token_bytes(i) == text.as_bytes()).unwrap()
+}
+
+/// Every single byte as a token (id = byte) plus a special stop token `</s>` (id 256):
+/// character-level checks, where any text is spelled one byte per token.
+pub fn byte_vocab() -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    tokens.push(b"</s>".to_vec());
+    VocabularyBuilder::new().tokens(tokens).special(256).stop_tokens([256]).build().unwrap()
 }
