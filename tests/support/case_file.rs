@@ -122,11 +122,18 @@ pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("data")
 }
 
-/// Every `*.json` file in a subfolder of `tests/data`, sorted by path, parsed and checked.
-/// A file that does not parse or holds a malformed case panics with its path.
+/// Folders of `tests/data` in another format, with their own runner: the protocol cases
+/// (`tests/protocols.rs`: model outputs for a tool set, not grammar + inputs).
+const OTHER_FORMATS: &[&str] = &["protocols"];
+
+/// Every `*.json` file in a subfolder of `tests/data` (but [`OTHER_FORMATS`]), sorted by path,
+/// parsed and checked. A file that does not parse or holds a malformed case panics with its path.
 pub fn load_all() -> Vec<CaseFile> {
     let mut paths = Vec::new();
-    for dir in sorted_entries(&data_dir()).into_iter().filter(|p| p.is_dir()) {
+    let case_dirs = sorted_entries(&data_dir())
+        .into_iter()
+        .filter(|p| p.is_dir() && !OTHER_FORMATS.iter().any(|o| p.file_name().is_some_and(|n| n == *o)));
+    for dir in case_dirs {
         paths.extend(sorted_entries(&dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "json")));
     }
     assert!(!paths.is_empty(), "no case files under {}", data_dir().display());
