@@ -204,3 +204,37 @@ fn structural_tag_and_protocol_sources() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown protocol `gpt9`") && err.contains("harmony"), "{err}");
 }
+
+/// Piped, `maskbench` still reports progress (a line per interval and the last file), and
+/// `toolbench` states the units of its columns.
+#[test]
+fn runners_report_progress_and_units() {
+    let corpus = maskforge::tokenizer::fixtures_dir().join("corpus");
+    let mut files: Vec<_> = std::fs::read_dir(corpus.join("maskbench-dev"))
+        .expect("the MaskBench corpus (scripts/fetch-corpus)")
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut args = vec!["maskbench", "--tokenizer", "llama3", "--limit-s", "0.000001"];
+    args.extend(files.iter().take(2).map(String::as_str));
+    let (code, out, err) = maskforge(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("maskbench: 2/2 files, ") && err.contains(" passing, "), "{err}");
+    assert!(out.contains("2 schemas: "), "{out}");
+    let tools = corpus.join("tools");
+    let (code, out, err) = maskforge(&[
+        "toolbench",
+        "--tokenizer",
+        "llama3",
+        "--tools",
+        &tools.to_string_lossy(),
+        "--tools-per-request",
+        "5",
+        "--requests",
+        "3",
+        "--setting",
+        "dynamic",
+    ]);
+    assert!(code == 0 || code == 1, "{err}");
+    assert!(out.contains("in microseconds") && out.contains("wall: seconds"), "{out}");
+}
