@@ -74,8 +74,7 @@ pub mod cache;
 pub mod earley;
 #[doc(hidden)]
 pub mod fsm;
-#[doc(hidden)]
-pub mod util;
+mod util;
 
 /// Internal front-end items that the project's own tests and benchmarks name by path.
 #[doc(hidden)]

@@ -24,12 +24,6 @@ impl StableHasher {
         self.buf.extend_from_slice(&v.to_le_bytes());
         self
     }
-    /// Feeds bytes, length-prefixed so that concatenations cannot collide.
-    pub fn write_bytes(&mut self, b: &[u8]) -> &mut Self {
-        self.write_u64(b.len() as u64);
-        self.buf.extend_from_slice(b);
-        self
-    }
     /// The hash of everything fed so far.
     pub fn finish(&self) -> u64 {
         xxhash_rust::xxh3::xxh3_64(&self.buf)

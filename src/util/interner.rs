@@ -45,6 +45,7 @@ impl<T> Default for SliceInterner<T> {
 
 impl<T: InternKey> SliceInterner<T> {
     /// An empty interner.
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
@@ -55,27 +56,11 @@ impl<T: InternKey> SliceInterner<T> {
         self.ends.len()
     }
 
-    /// Whether nothing was interned.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
     /// The slice numbered `id`.
     #[inline]
     pub fn get(&self, id: u32) -> &[T] {
         let start = if id == 0 { 0 } else { self.ends[id as usize - 1] as usize };
         &self.arena[start..self.ends[id as usize] as usize]
-    }
-
-    /// An empty interner with room for `slices` slices of `elements` elements in all.
-    pub fn with_capacity(slices: usize, elements: usize) -> Self {
-        SliceInterner {
-            arena: Vec::with_capacity(elements),
-            ends: Vec::with_capacity(slices),
-            hashes: Vec::with_capacity(slices),
-            table: vec![EMPTY; (slices * 2).next_power_of_two().max(16)],
-        }
     }
 
     /// Forgets every slice, keeping the memory. Costs O(slices interned), not O(table): an

@@ -48,7 +48,9 @@ impl Sentinel {
         ])
     }
 
-    /// The id whose sentinel `bytes` starts with, if it starts with one.
+    /// The id whose sentinel `bytes` starts with, if it starts with one (the inverse of
+    /// [`Sentinel::encode`], for the tests of the encoding).
+    #[cfg(test)]
     pub fn decode(bytes: &[u8]) -> Option<TokenId> {
         let (&lead, digits) = bytes.split_first()?;
         let digits = digits.get(..Self::DIGITS)?;
@@ -83,7 +85,7 @@ impl Sentinel {
     }
 
     /// Whether `bytes` starts with the lead byte (where a sentinel would start).
-    #[inline]
+    #[cfg(test)]
     pub fn starts_sentinel(bytes: &[u8]) -> bool {
         bytes.first() == Some(&Self::LEAD)
     }
