@@ -64,6 +64,9 @@ mod matcher;
 // The vocabulary layer is public as a module too: loading helpers and constants that only some
 // users need live there.
 pub mod tokenizer;
+// Two front-ends whose module documentation is user documentation (the EBNF dialect; the
+// tool-calling policies): their items are also re-exported at the root.
+pub use frontend::{ebnf, protocol};
 
 // Internals. Hidden from the documentation and not part of the API: they are public only for
 // the project's own integration tests, benchmarks and profiling programs

@@ -36,7 +36,7 @@
 //!
 //! # Bounds and concurrency
 //!
-//! One `parking_lot` mutex guards a byte-bounded LRU map ([`BoundedCache`]); the lock is held
+//! One `parking_lot` mutex guards a byte-bounded LRU map (`util::bounded_cache`); the lock is held
 //! only for map operations, never while walking the vocabulary. When the bytes exceed the
 //! budget the least recently used entries are evicted; an entry larger than the whole budget is
 //! returned to the caller but not stored. Evicted entries stay alive in the grammars that hold

@@ -3,21 +3,8 @@
 //!
 //! The compiler is the builder of the "config, builder, immutable product, mutable state"
 //! pattern: [`CompilerConfig`] → [`GrammarCompiler`] → [`CompiledGrammar`] →
-//! [`crate::GrammarMatcher`]. It never depends on the matcher.
-//!
-//! # Special-token policy
-//!
-//! Grammars are compiled for one vocabulary, so this is where text meets special tokens:
-//!
-//! * grammar text equal to a special token's text (gpt-oss's `"<|channel|>"`) is matched by
-//!   that special token, as one token; ordinary tokens spelling it byte by byte are accepted
-//!   only with [`CompilerConfig::allow_special_token_text`] (default: not). `TagDispatch`
-//!   triggers and stop strings equal to a special token's text become token triggers and stop
-//!   tokens; patterns mixing one with other text are an error;
-//! * a **stop token** the grammar can read as a terminal (gpt-oss's `<|call|>` after a tool
-//!   call) is accepted as that terminal, and ends the generation when the grammar can end right
-//!   after it; a stop token is allowed iff the grammar can end now, or it can be read as a
-//!   terminal and the grammar can end after it (see [`crate::matcher`]).
+//! [`crate::GrammarMatcher`]. It never depends on the matcher. Its special-token policy is
+//! documented on [`GrammarCompiler`].
 
 mod builtin;
 mod grammar_cache;
@@ -175,7 +162,7 @@ impl CompilerConfig {
     }
     /// Whether grammar text that spells a special token's text (`"<|channel|>"`) also accepts
     /// ordinary tokens spelling it byte by byte. Default `false`: such text matches only the
-    /// special token (see the special-token policy in the [module docs](self)).
+    /// special token (see the [special-token policy](GrammarCompiler#special-token-policy)).
     pub fn allow_special_token_text(mut self, yes: bool) -> Self {
         self.allow_special_token_text = yes;
         self
@@ -193,6 +180,20 @@ impl CompilerConfig {
 /// compilers through [`GrammarCompiler::with_pool`]): cache entries of every grammar it compiles
 /// are looked up there first. It also keeps the last compiled grammars by input, so compiling
 /// the same input twice returns the same [`CompiledGrammar`].
+///
+/// # Special-token policy
+///
+/// Grammars are compiled for one vocabulary, so this is where text meets special tokens:
+///
+/// * grammar text equal to a special token's text (gpt-oss's `"<|channel|>"`) is matched by
+///   that special token, as one token; ordinary tokens spelling it byte by byte are accepted
+///   only with [`CompilerConfig::allow_special_token_text`] (default: not). `TagDispatch`
+///   triggers and stop strings equal to a special token's text become token triggers and stop
+///   tokens; patterns mixing one with other text are an error;
+/// * a **stop token** the grammar can read as a terminal (gpt-oss's `<|call|>` after a tool
+///   call) is accepted as that terminal, and ends the generation when the grammar can end right
+///   after it; a stop token is allowed iff the grammar can end now, or it can be read as a
+///   terminal and the grammar can end after it (see [`GrammarMatcher`](crate::GrammarMatcher)).
 ///
 /// # Example
 /// ```
@@ -319,7 +320,7 @@ impl GrammarCompiler {
     /// Compiles a grammar built with [`crate::GrammarBuilder`] or a front-end.
     ///
     /// Text equal to a special token's text is rewritten to that token first (see the
-    /// special-token policy in the [module docs](self)).
+    /// [special-token policy](GrammarCompiler#special-token-policy)).
     ///
     /// # Errors
     /// [`Error::Grammar`] when automaton limits are exceeded or a `TagDispatch` is malformed.

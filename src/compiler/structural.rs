@@ -68,7 +68,7 @@ impl GrammarCompiler {
     /// Compiles model protocol `name` (a file of `protocols/`, or an alias such as XGrammar's
     /// key) for one request: OpenAI-shaped `tools`
     /// (`{"type": "function", "function": {"name", "description", "parameters", "strict"}}`),
-    /// `tool_choice` and options. See [`crate::frontend::protocol`] for the policies.
+    /// `tool_choice` and options. See the [`protocol`](crate::protocol) module for the policies.
     ///
     /// # Errors
     /// [`Error::Protocol`] for an unknown protocol (listing the known ones), malformed tools

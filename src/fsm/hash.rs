@@ -37,7 +37,7 @@
 //!
 //! A rule's hash needs the hashes of the rules it references, so rules are processed by
 //! strongly connected components of the reference graph (rule `a` → rule `b` when a state
-//! reachable in `a` has an edge referencing `b`; [`crate::util::scc`], an iterative Tarjan
+//! reachable in `a` has an edge referencing `b`; `util::scc`, an iterative Tarjan
 //! search), every component after all components it references. A component that is a single rule
 //! without a self-reference is hashed directly (the leaves and the acyclic part of the graph).
 //!

@@ -48,7 +48,7 @@ impl CharClass {
     }
     /// `resolved_ranges().len()` without building them (automaton size estimates and the
     /// emptiness check run on every class of every rule). The written ranges are canonical
-    /// (sorted, disjoint, non-adjacent, within [`MAX_CODE_POINT`]), so a negated class has one
+    /// (sorted, disjoint, non-adjacent, within U+10FFFF), so a negated class has one
     /// range per gap: between ranges, and before the first and after the last unless they
     /// touch the ends.
     pub fn resolved_range_count(&self) -> usize {

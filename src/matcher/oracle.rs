@@ -12,7 +12,7 @@ use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
 
 /// Sets the bit of every token that the parser accepts from its current state, by its text
-/// or by its id (its sentinel; see [`crate::matcher`]). Stop tokens are left to the caller.
+/// or by its id (its sentinel; see the matcher module). Stop tokens are left to the caller.
 /// The parser is restored on return.
 pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32]) {
     walk_tokens(parser, vocab, vocab.sorted_token_ids().iter().copied(), out);

@@ -106,7 +106,7 @@ impl EbnfError {
     }
 }
 
-/// Parses a grammar in XGrammar's EBNF dialect (see the [module docs](self)) and builds it
+/// Parses a grammar in XGrammar's EBNF dialect (see the [`ebnf`](crate::ebnf) module) and builds it
 /// rooted at the rule named `root`.
 ///
 /// Rule ids follow the order of definition in the text.
