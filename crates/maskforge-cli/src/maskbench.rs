@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use maskforge::load_tokenizer;
-use maskforge::MaskCacheMode;
 
 use crate::output::{outln, Failure};
 use maskforge::{CompilerConfig, GrammarCompiler};
@@ -70,13 +69,7 @@ fn name_of(p: &Path) -> String {
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
-    let mode = match args.mode.as_str() {
-        "jit" => MaskCacheMode::Jit,
-        "aot" => MaskCacheMode::Aot,
-        k => MaskCacheMode::Precompute(
-            k.parse().map_err(|_| format!("--mode {k}: expected `jit`, `aot` or a number of states"))?,
-        ),
-    };
+    let mode = crate::source::cache_mode(&args.mode)?;
     let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
     let compiler = GrammarCompiler::new(vocab, CompilerConfig::default().cache_mode(mode));
     let mut config = MaskBenchConfig {

@@ -141,3 +141,16 @@ fn tools_from_json(text: &str) -> Result<Vec<serde_json::Value>, String> {
         _ => Err("expected an array of tools or an object".into()),
     }
 }
+
+/// The `--mode` of the runners: `jit`, `aot`, or a number of states to precompute.
+pub fn cache_mode(mode: &str) -> Result<maskforge::MaskCacheMode, String> {
+    use maskforge::MaskCacheMode;
+    match mode {
+        "jit" => Ok(MaskCacheMode::Jit),
+        "aot" => Ok(MaskCacheMode::Aot),
+        k => k
+            .parse()
+            .map(MaskCacheMode::Precompute)
+            .map_err(|_| format!("--mode {k}: expected `jit`, `aot` or a number of states")),
+    }
+}

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use maskforge::load_tokenizer;
-use maskforge::MaskCacheMode;
 
 use crate::output::{outln, Failure};
 use maskforge::{CompilerConfig, GrammarCompiler};
@@ -70,13 +69,7 @@ pub struct ToolbenchArgs {
 }
 
 pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, Failure> {
-    let mode = match args.mode.as_str() {
-        "jit" => MaskCacheMode::Jit,
-        "aot" => MaskCacheMode::Aot,
-        k => MaskCacheMode::Precompute(
-            k.parse().map_err(|_| format!("--mode {k}: expected `jit`, `aot` or a number of states"))?,
-        ),
-    };
+    let mode = crate::source::cache_mode(&args.mode)?;
     let settings: Vec<Setting> = args
         .setting
         .iter()
