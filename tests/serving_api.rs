@@ -198,6 +198,55 @@ fn draft_masks_and_accept_tokens_equal_stepping() {
     }
 }
 
+/// Random draft trees (tokens mostly from the valid instance, sometimes random; parents random
+/// earlier nodes): each node's row equals the mask after accepting its path one token at a time
+/// (zeros when the path is rejected), and the matcher is restored.
+#[test]
+fn draft_tree_masks_equal_stepping_each_path() {
+    let w = row_words();
+    let mut rng = StdRng::seed_from_u64(7);
+    for (grammar, (name, _, instance)) in grammars().iter().zip(samples()) {
+        let ids = encode("llama3", instance);
+        let mut m = GrammarMatcher::new(grammar);
+        let start = ids.len() / 4;
+        assert_eq!(m.accept_tokens(&ids[..start]), start, "{name}");
+        let (mut tokens, mut parents, mut depth) = (Vec::new(), Vec::new(), Vec::new());
+        for node in 0..10 {
+            let parent = (node > 0 && rng.random_bool(0.7)).then(|| rng.random_range(0..node));
+            let d = parent.map_or(0, |p: usize| depth[p] + 1);
+            let next = ids.get(start + d).copied().filter(|_| rng.random_bool(0.8));
+            tokens.push(next.unwrap_or_else(|| rng.random_range(0..vocab("llama3").vocab_size() as u32)));
+            parents.push(parent);
+            depth.push(d);
+        }
+        let mut out = vec![0xA5A5_A5A5; (tokens.len() + 1) * w];
+        let accepted = m.fill_draft_tree_bitmasks(&tokens, &parents, &mut out).unwrap();
+        let mut root = vec![0; w];
+        m.fork().fill_next_token_bitmask(&mut root);
+        assert!(out[..w] == root[..], "{name}: root row");
+        for node in 0..tokens.len() {
+            let mut path = vec![node];
+            while let Some(p) = parents[*path.last().unwrap()] {
+                path.push(p);
+            }
+            let path: Vec<u32> = path.iter().rev().map(|&n| tokens[n]).collect();
+            let mut stepper = m.fork();
+            let mut expected = vec![0; w];
+            let ok = stepper.accept_tokens(&path) == path.len();
+            if ok {
+                stepper.fill_next_token_bitmask(&mut expected);
+            }
+            assert_eq!(accepted[node], ok, "{name}: node {node}");
+            assert!(out[(node + 1) * w..][..w] == expected[..], "{name}: node {node}");
+        }
+        assert!(accepted.iter().any(|&a| a), "{name}: no path accepted");
+        assert_eq!(m.num_accepted_tokens(), start);
+        let mut after = vec![0; w];
+        m.fill_next_token_bitmask(&mut after);
+        assert_eq!(after, root, "{name}: not restored");
+    }
+}
+
 /// The first token id the grammar rejects after `m` accepts `prefix` (on a fork).
 fn first_rejected(m: &GrammarMatcher, prefix: &[u32]) -> u32 {
     let mut fork = m.fork();
@@ -259,8 +308,22 @@ fn bad_arguments_are_errors_that_write_nothing() {
         m.fill_draft_bitmasks(&[0, 1], &mut out),
         Err(MatcherError::RollbackTooFar { requested: 2, available: 1 })
     );
+    assert_eq!(
+        m.fill_draft_tree_bitmasks(&[0, 1], &[None, Some(1)], &mut out),
+        Err(MatcherError::InvalidDraftParent { node: 1, parent: 1 })
+    );
+    assert_eq!(
+        m.fill_draft_tree_bitmasks(&[0], &[None, None], &mut out),
+        Err(MatcherError::BatchLengthMismatch { matchers: 1, given: 2 })
+    );
+    assert_eq!(
+        m.fill_draft_tree_bitmasks(&[0, 1], &[None, Some(0)], &mut out),
+        Err(MatcherError::RollbackTooFar { requested: 2, available: 1 })
+    );
     assert_eq!(out, untouched);
+    assert_eq!(m.fill_draft_tree_bitmasks(&[2, 1], &[None, None], &mut out), Ok(vec![true, false]));
+    assert_eq!(out, vec![0b01101, 0b11000, 0]);
     assert_eq!(m.fill_draft_bitmasks(&[2], &mut out), Ok(2));
-    assert_eq!(out, vec![0b01101, 0b11000, 7]);
+    assert_eq!(out, vec![0b01101, 0b11000, 0]);
     assert_eq!(m.num_accepted_tokens(), 0);
 }

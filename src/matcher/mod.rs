@@ -161,6 +161,14 @@ pub enum MatcherError {
         /// Another matcher's.
         got: usize,
     },
+    /// A draft-tree node whose parent does not come before it.
+    #[error("draft node {node} has parent {parent}: parents must come before their children")]
+    InvalidDraftParent {
+        /// The node.
+        node: usize,
+        /// Its parent.
+        parent: usize,
+    },
     /// The batch thread pool could not be started.
     #[error("cannot start the batch thread pool: {0}")]
     ThreadPool(String),
