@@ -20,6 +20,7 @@ mod properties;
 mod protocols;
 mod schema_depth;
 mod schema_properties;
+mod serving_api;
 mod structural_tag;
 mod tokenizer;
 mod tokens;

@@ -28,8 +28,12 @@
 //! read as a terminal when that reading ends the grammar (rollback undoes the reading too),
 //! else as a plain end of generation.
 
+mod batch;
 mod mask;
 pub mod oracle;
+mod speculate;
+
+pub use batch::BatchGrammarMatcher;
 
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
@@ -119,6 +123,55 @@ pub enum MatcherError {
         /// Words needed.
         need: usize,
     },
+    /// A batch bitmask too short for one row per matcher.
+    #[error("the batch bitmask has {got} words, {need} are needed")]
+    BitmaskTooShort {
+        /// Words given.
+        got: usize,
+        /// Words needed.
+        need: usize,
+    },
+    /// A row index past the last row of the batch bitmask.
+    #[error("row index {index} is out of range for a bitmask of {rows} rows")]
+    RowIndexOutOfRange {
+        /// The index.
+        index: usize,
+        /// Rows in the bitmask.
+        rows: usize,
+    },
+    /// Two matchers of a batch mapped to the same row.
+    #[error("row index {index} is given twice")]
+    DuplicateRowIndex {
+        /// The index.
+        index: usize,
+    },
+    /// A per-matcher argument of a batch call whose length is not the number of matchers.
+    #[error("{matchers} matchers but {given} entries")]
+    BatchLengthMismatch {
+        /// Matchers in the batch.
+        matchers: usize,
+        /// Entries given.
+        given: usize,
+    },
+    /// Matchers of one batch with vocabularies of different sizes (rows would differ).
+    #[error("a batch mixes vocabularies of {expected} and {got} tokens")]
+    VocabSizeMismatch {
+        /// The first matcher's vocabulary size.
+        expected: usize,
+        /// Another matcher's.
+        got: usize,
+    },
+    /// A draft-tree node whose parent does not come before it.
+    #[error("draft node {node} has parent {parent}: parents must come before their children")]
+    InvalidDraftParent {
+        /// The node.
+        node: usize,
+        /// Its parent.
+        parent: usize,
+    },
+    /// The batch thread pool could not be started.
+    #[error("cannot start the batch thread pool: {0}")]
+    ThreadPool(String),
 }
 
 /// Parser bytes below which a matcher with a rollback limit never compacts its chart: short
