@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::fragment::{self, Fragment, SchemaFragmentCache};
 use super::merge::{self, ANNOTATIONS};
+use super::model::{Document, FromJson, Schema};
 use super::negation::Excluded;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
@@ -731,9 +732,11 @@ impl<'a> Lowerer<'a> {
         rest.remove("enum");
         rest.remove("const");
         let rest = Value::Object(rest);
+        let mut doc = Document::new(self.root);
+        let rest = Schema::from_json(&rest);
         let mut alts = Vec::new();
         for v in values {
-            match validate::validate(self.root, &rest, v, 0) {
+            match validate::validate(&mut doc, &rest, v, 0) {
                 Verdict::Valid => {}
                 Verdict::Invalid => continue,
                 Verdict::Unknown(kw) => {

@@ -75,6 +75,7 @@ mod fragment;
 mod length;
 mod lower;
 mod merge;
+mod model;
 mod negation;
 mod number;
 mod object;

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::counter::Counter;
 use super::lower::{choice, is_never, never, seq, Lowerer};
+use super::model::{Document, FromJson, Schema};
 use super::string::{content_not_in, literal_string};
 use super::validate::{validate, Verdict};
 use super::{PropertyOrder, SchemaError};
@@ -136,7 +137,8 @@ impl Lowerer<'_> {
                 parts.push(additional_schema);
             }
             if let Some(ns) = names_schema {
-                match validate(self.root, ns, &Value::String(key.clone()), 0) {
+                let mut doc = Document::new(self.root);
+                match validate(&mut doc, &Schema::from_json(ns), &Value::String(key.clone()), 0) {
                     Verdict::Valid => {}
                     Verdict::Invalid => parts.push(&NOTHING),
                     Verdict::Unknown(kw) => {

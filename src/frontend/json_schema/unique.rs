@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::lower::{choice, Lowerer};
 use super::merge::ANNOTATIONS;
+use super::model::{Document, FromJson, Schema};
 use super::validate::{json_equal, validate, Verdict};
 use super::value::value_expr;
 use super::SchemaError;
@@ -33,7 +34,7 @@ impl Lowerer<'_> {
         };
         let mut out: Vec<Value> = Vec::new();
         for v in candidates {
-            match validate(self.root, items, &v, 0) {
+            match validate(&mut Document::new(self.root), &Schema::from_json(items), &v, 0) {
                 Verdict::Valid => {}
                 Verdict::Invalid => continue,
                 Verdict::Unknown(_) => return None,

@@ -4,9 +4,10 @@
 //! It answers [`Verdict::Unknown`] (naming the keyword) rather than guessing when it meets
 //! something it does not evaluate, so the caller can keep the value and report a relaxation.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::format;
+use super::model::{Dep, Document, Entry, Field, FromJson, Items, Keywords, Kw, Members, Num, Schema, TypeNames, View};
 use crate::frontend::regex::{Anchoring, Regex};
 
 /// The validator's answer.
@@ -62,20 +63,22 @@ fn is_type(v: &Value, t: &str) -> bool {
     }
 }
 
-/// Validates `instance` against `schema` (`$ref`s resolve in `root`).
-pub(super) fn validate(root: &Value, schema: &Value, instance: &Value, depth: usize) -> Verdict {
+/// Validates `instance` against `schema` (`$ref`s resolve in the document).
+pub(super) fn validate<'a>(doc: &mut Document<'a>, schema: &Schema<'a>, instance: &Value, depth: usize) -> Verdict {
     if depth > MAX_DEPTH {
         return Unknown("$ref");
     }
-    let m = match schema {
-        Value::Bool(true) => return Valid,
-        Value::Bool(false) => return Invalid,
-        Value::Object(m) => m,
-        _ => return Unknown("schema"),
+    let k = match doc.view(schema) {
+        View::Bool(true) => return Valid,
+        View::Bool(false) => return Invalid,
+        View::Object(k) => k,
+        View::NotASchema(_) => return Unknown("schema"),
     };
     let mut v = Valid;
-    for (k, s) in m {
-        let r = keyword(root, m, k, s, instance, depth);
+    // In key order: the first keyword that cannot be evaluated is the one named.
+    for e in k.entries() {
+        let Entry::Known(kw) = e else { continue }; // annotations and unknown keywords
+        let r = keyword(doc, &k, *kw, instance, depth);
         v = and(v, || r);
         if v == Invalid {
             return Invalid;
@@ -84,27 +87,41 @@ pub(super) fn validate(root: &Value, schema: &Value, instance: &Value, depth: us
     v
 }
 
-fn keyword(root: &Value, m: &serde_json::Map<String, Value>, k: &str, s: &Value, x: &Value, depth: usize) -> Verdict {
-    let sub = |s: &Value, x: &Value| validate(root, s, x, depth + 1);
-    let bool_of = |b: bool| if b { Valid } else { Invalid };
-    let num = |v: &Value| v.as_f64();
-    match k {
-        "type" => match s {
-            Value::String(t) => bool_of(is_type(x, t)),
-            Value::Array(ts) => bool_of(ts.iter().any(|t| t.as_str().is_some_and(|t| is_type(x, t)))),
-            _ => Unknown("type"),
+fn bool_of(b: bool) -> Verdict {
+    if b {
+        Valid
+    } else {
+        Invalid
+    }
+}
+
+/// The verdict of the keyword `kw` of `k` (which `k` has).
+fn keyword<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, depth: usize) -> Verdict {
+    let root = doc.root();
+    let mut sub = |s: &Schema<'a>, x: &Value| validate(doc, s, x, depth + 1);
+    let set = "a listed keyword is set";
+    match kw {
+        Kw::Type => match k.types.as_ref().expect(set) {
+            Field::Ok(TypeNames::One(t)) => bool_of(is_type(x, t)),
+            Field::Ok(TypeNames::List(ts)) => bool_of(ts.iter().any(|t| t.ok().is_some_and(|t| is_type(x, t)))),
+            Field::Wrong(_) => Unknown("type"),
         },
-        "nullable" => Valid, // handled with `type` only when it widens; values checked by `type`
-        "enum" => bool_of(s.as_array().is_some_and(|e| e.iter().any(|v| json_equal(v, x)))),
-        "const" => bool_of(json_equal(s, x)),
-        "$ref" => {
-            let Some(r) = s.as_str() else { return Unknown("$ref") };
-            let Some(target) = resolve(root, r) else { return Unknown("$ref") };
-            sub(target, x)
+        Kw::Nullable => Valid, // handled with `type` only when it widens; values checked by `type`
+        Kw::Enum => {
+            bool_of(k.enum_values.as_ref().and_then(Field::ok).is_some_and(|e| e.iter().any(|v| json_equal(v, x))))
         }
-        "allOf" => s.as_array().map_or(Unknown("allOf"), |a| a.iter().fold(Valid, |acc, b| and(acc, || sub(b, x)))),
-        "anyOf" => {
-            let Some(a) = s.as_array() else { return Unknown("anyOf") };
+        Kw::Const => bool_of(json_equal(k.const_value.expect(set), x)),
+        Kw::Ref => {
+            let Some(Field::Ok(r)) = k.reference else { return Unknown("$ref") };
+            let Some(target) = resolve(root, r) else { return Unknown("$ref") };
+            sub(&Schema::from_json(target), x)
+        }
+        Kw::AllOf => match k.all_of.as_ref().expect(set) {
+            Field::Ok(a) => a.iter().fold(Valid, |acc, b| and(acc, || sub(b, x))),
+            Field::Wrong(_) => Unknown("allOf"),
+        },
+        Kw::AnyOf => {
+            let Some(Field::Ok(a)) = &k.any_of else { return Unknown("anyOf") };
             let mut out = Invalid;
             for b in a {
                 match sub(b, x) {
@@ -115,8 +132,8 @@ fn keyword(root: &Value, m: &serde_json::Map<String, Value>, k: &str, s: &Value,
             }
             out
         }
-        "oneOf" => {
-            let Some(a) = s.as_array() else { return Unknown("oneOf") };
+        Kw::OneOf => {
+            let Some(Field::Ok(a)) = &k.one_of else { return Unknown("oneOf") };
             let mut n = 0;
             for b in a {
                 match sub(b, x) {
@@ -127,131 +144,129 @@ fn keyword(root: &Value, m: &serde_json::Map<String, Value>, k: &str, s: &Value,
             }
             bool_of(n == 1)
         }
-        "not" => match sub(s, x) {
+        Kw::Not => match sub(k.not.as_ref().expect(set), x) {
             Valid => Invalid,
             Invalid => Valid,
             u => u,
         },
-        "if" => {
-            let then = m.get("then");
-            let els = m.get("else");
-            match sub(s, x) {
-                Valid => then.map_or(Valid, |t| sub(t, x)),
-                Invalid => els.map_or(Valid, |e| sub(e, x)),
-                u => u,
-            }
-        }
-        "then" | "else" => Valid, // evaluated with `if`
-        "minimum" => x.as_f64().map_or(Valid, |v| bool_of(num(s).is_some_and(|b| v >= b))),
-        "maximum" => x.as_f64().map_or(Valid, |v| bool_of(num(s).is_some_and(|b| v <= b))),
-        "exclusiveMinimum" => match s {
-            Value::Bool(_) => Unknown("exclusiveMinimum"),
-            _ => x.as_f64().map_or(Valid, |v| bool_of(num(s).is_some_and(|b| v > b))),
+        Kw::If => match sub(k.if_schema.as_ref().expect(set), x) {
+            Valid => k.then_schema.as_ref().map_or(Valid, |t| sub(t, x)),
+            Invalid => k.else_schema.as_ref().map_or(Valid, |e| sub(e, x)),
+            u => u,
         },
-        "exclusiveMaximum" => match s {
-            Value::Bool(_) => Unknown("exclusiveMaximum"),
-            _ => x.as_f64().map_or(Valid, |v| bool_of(num(s).is_some_and(|b| v < b))),
+        Kw::Then | Kw::Else => Valid, // evaluated with `if`
+        Kw::Minimum => bound(k.minimum.as_ref(), x, |v, b| v >= b),
+        Kw::Maximum => bound(k.maximum.as_ref(), x, |v, b| v <= b),
+        Kw::ExclusiveMinimum => match k.exclusive_minimum.as_ref().expect(set) {
+            b if b.flag().is_some() => Unknown("exclusiveMinimum"),
+            b => bound(Some(b), x, |v, b| v > b),
         },
-        "multipleOf" => x.as_f64().map_or(Valid, |v| {
-            let d = num(s).unwrap_or(1.0);
+        Kw::ExclusiveMaximum => match k.exclusive_maximum.as_ref().expect(set) {
+            b if b.flag().is_some() => Unknown("exclusiveMaximum"),
+            b => bound(Some(b), x, |v, b| v < b),
+        },
+        Kw::MultipleOf => x.as_f64().map_or(Valid, |v| {
+            let d = k.multiple_of.as_ref().and_then(Num::as_f64).unwrap_or(1.0);
             let q = v / d;
             bool_of((q - q.round()).abs() < 1e-9)
         }),
-        "minLength" | "maxLength" => x.as_str().map_or(Valid, |t| {
+        Kw::MinLength | Kw::MaxLength => x.as_str().map_or(Valid, |t| {
             let n = t.chars().count() as f64;
-            let b = num(s).unwrap_or(0.0);
-            bool_of(if k == "minLength" { n >= b } else { n <= b })
+            if kw == Kw::MinLength {
+                bool_of(n >= count(&k.min_length))
+            } else {
+                bool_of(n <= count(&k.max_length))
+            }
         }),
-        "pattern" => x.as_str().map_or(Valid, |t| match s.as_str().map(Regex::parse) {
-            Some(Ok(r)) => bool_of(r.is_match(t, Anchoring::Search)),
-            _ => Unknown("pattern"),
+        Kw::Pattern => {
+            x.as_str().map_or(Valid, |t| match k.pattern.as_ref().and_then(Field::ok).map(|p| Regex::parse(p)) {
+                Some(Ok(r)) => bool_of(r.is_match(t, Anchoring::Search)),
+                _ => Unknown("pattern"),
+            })
+        }
+        Kw::Format => {
+            x.as_str().map_or(Valid, |t| match k.format.as_ref().and_then(Field::ok).and_then(|f| format::pattern(f)) {
+                Some(p) => match Regex::parse(p) {
+                    Ok(r) => bool_of(r.is_match(t, Anchoring::FullMatch)),
+                    Err(_) => Unknown("format"),
+                },
+                None => Valid,
+            })
+        }
+        Kw::MinItems | Kw::MaxItems => x.as_array().map_or(Valid, |a| {
+            let n = a.len() as f64;
+            if kw == Kw::MinItems {
+                bool_of(n >= count(&k.min_items))
+            } else {
+                bool_of(n <= count(&k.max_items))
+            }
         }),
-        "format" => x.as_str().map_or(Valid, |t| match s.as_str().and_then(format::pattern) {
-            Some(p) => match Regex::parse(p) {
-                Ok(r) => bool_of(r.is_match(t, Anchoring::FullMatch)),
-                Err(_) => Unknown("format"),
-            },
-            None => Valid,
+        Kw::MinProperties | Kw::MaxProperties => x.as_object().map_or(Valid, |o| {
+            let n = o.len() as f64;
+            if kw == Kw::MinProperties {
+                bool_of(n >= count(&k.min_properties))
+            } else {
+                bool_of(n <= count(&k.max_properties))
+            }
         }),
-        "minItems" | "maxItems" => x.as_array().map_or(Valid, |a| {
-            let b = num(s).unwrap_or(0.0);
-            bool_of(if k == "minItems" { a.len() as f64 >= b } else { a.len() as f64 <= b })
-        }),
-        "minProperties" | "maxProperties" => x.as_object().map_or(Valid, |o| {
-            let b = num(s).unwrap_or(0.0);
-            bool_of(if k == "minProperties" { o.len() as f64 >= b } else { o.len() as f64 <= b })
-        }),
-        "uniqueItems" => x.as_array().map_or(Valid, |a| {
-            if s != &Value::Bool(true) {
+        Kw::UniqueItems => x.as_array().map_or(Valid, |a| {
+            if !matches!(k.unique_items, Some(Field::Ok(true))) {
                 return Valid;
             }
             bool_of((0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_equal(&a[i], &a[j]))))
         }),
-        "required" => x.as_object().map_or(Valid, |o| {
-            bool_of(s.as_array().is_some_and(|r| r.iter().all(|k| k.as_str().is_some_and(|k| o.contains_key(k)))))
+        Kw::Required => x.as_object().map_or(Valid, |o| {
+            let names = k.required.as_ref().and_then(Field::ok);
+            bool_of(names.is_some_and(|r| r.iter().all(|n| n.as_str().is_some_and(|n| o.contains_key(n)))))
         }),
-        "properties" | "patternProperties" | "additionalProperties" => {
+        Kw::Properties | Kw::PatternProperties | Kw::AdditionalProperties => {
             let Some(o) = x.as_object() else { return Valid };
-            if k != "properties" && k != "additionalProperties" && m.contains_key("additionalProperties") {
+            if kw != Kw::AdditionalProperties && k.has(Kw::AdditionalProperties) {
                 return Valid; // evaluated with additionalProperties
             }
-            object_props(root, m, o, depth, k)
+            object_props(doc, k, o, depth)
         }
-        "propertyNames" => x
-            .as_object()
-            .map_or(Valid, |o| o.keys().fold(Valid, |acc, key| and(acc, || sub(s, &Value::String(key.clone()))))),
-        "dependentRequired" | "dependencies" => x.as_object().map_or(Valid, |o| {
-            let Some(d) = s.as_object() else { return Unknown("dependentRequired") };
+        Kw::PropertyNames => x.as_object().map_or(Valid, |o| {
+            let names = k.property_names.as_ref().expect(set);
+            o.keys().fold(Valid, |acc, key| and(acc, || sub(names, &Value::String(key.clone()))))
+        }),
+        Kw::DependentRequired | Kw::Dependencies => x.as_object().map_or(Valid, |o| {
+            let deps = if kw == Kw::Dependencies { &k.dependencies } else { &k.dependent_required };
+            let Some(Field::Ok(d)) = deps else { return Unknown("dependentRequired") };
             let mut v = Valid;
-            for (key, req) in d {
+            for (key, dep) in d.iter() {
                 if !o.contains_key(key) {
                     continue;
                 }
-                let r = match req {
-                    Value::Array(r) => bool_of(r.iter().all(|k| k.as_str().is_some_and(|k| o.contains_key(k)))),
-                    schema => sub(schema, x),
+                let r = match dep {
+                    Dep::Names(r) => bool_of(r.iter().all(|n| n.as_str().is_some_and(|n| o.contains_key(n)))),
+                    Dep::Schema(schema) => sub(schema, x),
                 };
                 v = and(v, || r);
             }
             v
         }),
-        "dependentSchemas" => x.as_object().map_or(Valid, |o| {
-            let Some(d) = s.as_object() else { return Unknown("dependentSchemas") };
+        Kw::DependentSchemas => x.as_object().map_or(Valid, |o| {
+            let Some(Field::Ok(d)) = &k.dependent_schemas else { return Unknown("dependentSchemas") };
             d.iter().filter(|(key, _)| o.contains_key(*key)).fold(Valid, |acc, (_, sch)| and(acc, || sub(sch, x)))
         }),
-        "items" | "prefixItems" | "additionalItems" => {
+        Kw::Items | Kw::PrefixItems | Kw::AdditionalItems => {
             let Some(a) = x.as_array() else { return Valid };
-            if k == "additionalItems" {
+            if kw == Kw::AdditionalItems {
                 return Valid; // with items
             }
-            let (prefix, rest): (&[Value], Option<&Value>) = match (m.get("prefixItems"), m.get("items")) {
-                (Some(Value::Array(p)), items) => (p, items),
-                (_, Some(Value::Array(p))) => (p, m.get("additionalItems")),
-                (_, items) => (&[], items),
-            };
-            if k == "prefixItems" && m.contains_key("items") {
+            if kw == Kw::PrefixItems && k.has(Kw::Items) {
                 return Valid; // with items
             }
-            let mut v = Valid;
-            for (i, item) in a.iter().enumerate() {
-                let s = match prefix.get(i) {
-                    Some(p) => p,
-                    None => match rest {
-                        Some(r) => r,
-                        None => continue,
-                    },
-                };
-                let r = sub(s, item);
-                v = and(v, || r);
-            }
-            v
+            items(doc, k, a, depth)
         }
-        "contains" => x.as_array().map_or(Valid, |a| {
-            let min = m.get("minContains").and_then(Value::as_u64).unwrap_or(1);
-            let max = m.get("maxContains").and_then(Value::as_u64);
+        Kw::Contains => x.as_array().map_or(Valid, |a| {
+            let min = k.min_contains.as_ref().and_then(Num::as_u64).unwrap_or(1);
+            let max = k.max_contains.as_ref().and_then(Num::as_u64);
+            let contains = k.contains.as_ref().expect(set);
             let mut n = 0u64;
             for item in a {
-                match sub(s, item) {
+                match sub(contains, item) {
                     Valid => n += 1,
                     Unknown(k) => return Unknown(k),
                     Invalid => {}
@@ -259,45 +274,73 @@ fn keyword(root: &Value, m: &serde_json::Map<String, Value>, k: &str, s: &Value,
             }
             bool_of(n >= min && max.is_none_or(|m| n <= m))
         }),
-        "minContains" | "maxContains" => Valid,
-        "unevaluatedProperties" | "unevaluatedItems" => {
-            if s == &Value::Bool(true) {
+        Kw::MinContains | Kw::MaxContains => Valid,
+        Kw::UnevaluatedProperties | Kw::UnevaluatedItems => {
+            let s = if kw == Kw::UnevaluatedItems { &k.unevaluated_items } else { &k.unevaluated_properties };
+            if s.as_ref().is_some_and(Schema::is_true) {
                 Valid
             } else {
-                Unknown(if k == "unevaluatedItems" { "unevaluatedItems" } else { "unevaluatedProperties" })
+                Unknown(kw.name())
             }
         }
-        _ => Valid, // annotations and unknown keywords
     }
 }
 
-fn object_props(
-    root: &Value,
-    m: &serde_json::Map<String, Value>,
-    o: &serde_json::Map<String, Value>,
-    depth: usize,
-    k: &str,
-) -> Verdict {
-    let props = m.get("properties").and_then(Value::as_object);
-    let patterns = m.get("patternProperties").and_then(Value::as_object);
-    let additional = m.get("additionalProperties");
-    if k == "properties" && additional.is_some() {
-        return Valid; // evaluated with additionalProperties
+/// A numeric bound `b` on a numeric instance `x` (a bound that is not a number fails).
+fn bound(b: Option<&Num<'_>>, x: &Value, holds: impl Fn(f64, f64) -> bool) -> Verdict {
+    x.as_f64().map_or(Valid, |v| bool_of(b.and_then(Num::as_f64).is_some_and(|b| holds(v, b))))
+}
+
+/// A count bound as `f64` (0 when it is not a number).
+fn count(b: &Option<Num<'_>>) -> f64 {
+    b.as_ref().and_then(Num::as_f64).unwrap_or(0.0)
+}
+
+/// `prefixItems`/`items` (or draft-4 array `items`/`additionalItems`) on the array `a`.
+fn items<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, a: &[Value], depth: usize) -> Verdict {
+    let tuple: Vec<Schema<'a>>;
+    let (prefix, rest): (&[Schema<'a>], Option<Schema<'a>>) = match (&k.prefix_items, &k.items) {
+        (Some(Field::Ok(p)), items) => (p, items.as_ref().map(Items::as_schema)),
+        (_, Some(Items::Tuple(t))) => {
+            tuple = t.as_array().into_iter().flatten().map(Schema::from_json).collect();
+            (&tuple, k.additional_items.clone())
+        }
+        (_, items) => (&[], items.as_ref().map(Items::as_schema)),
+    };
+    let mut v = Valid;
+    for (i, item) in a.iter().enumerate() {
+        let s = match prefix.get(i) {
+            Some(p) => p,
+            None => match &rest {
+                Some(r) => r,
+                None => continue,
+            },
+        };
+        let r = validate(doc, s, item, depth + 1);
+        v = and(v, || r);
     }
+    v
+}
+
+/// `properties`, `patternProperties` and `additionalProperties` on the object `o`.
+fn object_props<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, o: &Map<String, Value>, depth: usize) -> Verdict {
+    let props = k.properties.as_ref().and_then(Field::ok);
+    let patterns = k.pattern_properties.as_ref().and_then(Field::ok);
+    let additional = k.additional_properties.as_ref();
     let mut v = Valid;
     for (key, val) in o {
         let mut matched = false;
         if let Some(s) = props.and_then(|p| p.get(key)) {
             matched = true;
-            let r = validate(root, s, val, depth + 1);
+            let r = validate(doc, s, val, depth + 1);
             v = and(v, || r);
         }
-        for (pat, s) in patterns.into_iter().flatten() {
+        for (pat, s) in patterns.into_iter().flat_map(Members::iter) {
             match Regex::parse(pat) {
                 Ok(re) => {
                     if re.is_match(key, Anchoring::Search) {
                         matched = true;
-                        let r = validate(root, s, val, depth + 1);
+                        let r = validate(doc, s, val, depth + 1);
                         v = and(v, || r);
                     }
                 }
@@ -306,7 +349,7 @@ fn object_props(
         }
         if !matched {
             if let Some(a) = additional {
-                let r = validate(root, a, val, depth + 1);
+                let r = validate(doc, a, val, depth + 1);
                 v = and(v, || r);
             }
         }
@@ -338,6 +381,10 @@ fn resolve<'v>(root: &'v Value, r: &str) -> Option<&'v Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn validate(root: &Value, s: &Value, x: &Value, depth: usize) -> Verdict {
+        super::validate(&mut Document::new(root), &Schema::from_json(s), x, depth)
+    }
 
     #[test]
     fn filters_enum_values() {
