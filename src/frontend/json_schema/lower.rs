@@ -16,12 +16,13 @@ use super::fragment::{self, Fragment, SchemaFragmentCache};
 use super::merge::{self, ANNOTATIONS};
 use super::model::{Document, FromJson, Schema};
 use super::negation::Excluded;
+use super::relax::Relaxations;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
-use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
+use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, SchemaError, SchemaErrorKind};
 use crate::grammar::passes::productive_bodies;
 use crate::grammar::{rename_rules, Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
-use crate::util::hash::{FastMap, FastSet};
+use crate::util::hash::FastMap;
 
 /// The empty language.
 pub(super) fn never() -> Expr {
@@ -138,8 +139,9 @@ pub(super) struct Lowerer<'a> {
     pending: Vec<(RuleId, String, u32)>,
     any_rules: FastMap<u32, RuleId>,
     shared: FastMap<&'static str, RuleId>,
-    report: Vec<Relaxation>,
-    reported: FastSet<Relaxation>,
+    /// The document: parsed schemas, `$ref` targets.
+    pub(super) doc: Document<'a>,
+    pub(super) report: Relaxations,
     depth: usize,
     schemas: usize,
     /// The document declares a draft up to 7, where `$ref` overrides its siblings.
@@ -163,7 +165,7 @@ impl<'a> Lowerer<'a> {
         l.bodies[root_rule.index()] = Some(seq(vec![ws.clone(), body, ws]));
         l.lower_pending()?;
         let grammar = l.finish()?;
-        Ok((grammar, JsonSchemaReport { relaxations: l.report }))
+        Ok((grammar, JsonSchemaReport { relaxations: l.report.into_list() }))
     }
 
     /// Lowers `schema` on its own as a [`Fragment`] whose root rule matches its values at
@@ -176,7 +178,7 @@ impl<'a> Lowerer<'a> {
         l.bodies[root_rule.index()] = Some(body);
         l.lower_pending()?;
         let grammar = l.finish()?;
-        Ok(Fragment { grammar, relaxations: l.report, depth: l.deepest, schemas: l.schemas })
+        Ok(Fragment { grammar, relaxations: l.report.into_list(), depth: l.deepest, schemas: l.schemas })
     }
 
     fn new(root: &'a Value, opts: &'a JsonSchemaOptions, fragments: Option<&'a SchemaFragmentCache>) -> Self {
@@ -190,8 +192,8 @@ impl<'a> Lowerer<'a> {
             pending: Vec::new(),
             any_rules: FastMap::default(),
             shared: FastMap::default(),
-            report: Vec::new(),
-            reported: FastSet::default(),
+            doc: Document::new(root),
+            report: Relaxations::new(opts.strict_keywords),
             depth: 0,
             schemas: 0,
             legacy_ref: root.get("$schema").and_then(Value::as_str).is_some_and(|d| {
@@ -205,7 +207,7 @@ impl<'a> Lowerer<'a> {
     /// Lowers the targets of the references met so far (and of those they meet).
     fn lower_pending(&mut self) -> Result<(), SchemaError> {
         while let Some((rule, ptr, level)) = self.pending.pop() {
-            let target = self.resolve(&ptr, &ptr)?;
+            let target = self.doc.resolve(&ptr, &ptr)?;
             let body = self.schema(target, &ptr, level)?;
             self.bodies[rule.index()] = Some(body);
         }
@@ -309,86 +311,23 @@ impl<'a> Lowerer<'a> {
 
     /// Records a relaxation, or fails with `strict_keywords`.
     pub(super) fn relax(&mut self, keyword: &str, ptr: &str, detail: impl Into<String>) -> Result<(), SchemaError> {
-        let detail = detail.into();
-        if self.opts.strict_keywords {
-            return Err(SchemaError::new(ptr, SchemaErrorKind::Unsupported { keyword: keyword.into(), detail }));
-        }
-        let r = Relaxation {
-            keyword: keyword.into(),
-            pointer: if ptr.is_empty() { "#".into() } else { ptr.into() },
-            detail,
-        };
-        if self.reported.insert(r.clone()) {
-            self.report.push(r);
-        }
-        Ok(())
+        self.report.relax(keyword, ptr, detail)
     }
 
     pub(super) fn invalid(ptr: &str, msg: impl Into<String>) -> SchemaError {
         SchemaError::new(ptr, SchemaErrorKind::Invalid(msg.into()))
     }
 
-    /// Resolves a `$ref` value (`#`, `#/json/pointer`, `base#/pointer` where `base` is this
-    /// document) to the sub-schema it names.
-    pub(super) fn resolve(&self, reference: &str, ptr: &str) -> Result<&'a Value, SchemaError> {
-        let unresolvable = || SchemaError::new(ptr, SchemaErrorKind::UnresolvableRef(reference.to_string()));
-        let fragment = match reference.find('#') {
-            Some(i) => &reference[i + 1..],
-            None => {
-                // A reference to the document itself by its `$id`.
-                let id = self.root.get("$id").or_else(|| self.root.get("id")).and_then(Value::as_str);
-                return if id.is_some_and(|id| id.trim_end_matches('#') == reference) {
-                    Ok(self.root)
-                } else {
-                    Err(unresolvable())
-                };
-            }
-        };
-        let fragment = percent_decode(fragment);
-        if fragment.is_empty() {
-            return Ok(self.root);
-        }
-        if !fragment.starts_with('/') {
-            // A plain-name fragment: an `$anchor` (or draft-4 `id: "#name"`) in the document.
-            return find_anchor(self.root, &fragment, 0).ok_or_else(unresolvable);
-        }
-        let mut cur = self.root;
-        for seg in fragment[1..].split('/') {
-            let seg = seg.replace("~1", "/").replace("~0", "~");
-            cur = match cur {
-                Value::Object(m) => m.get(&seg).ok_or_else(unresolvable)?,
-                Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)).ok_or_else(unresolvable)?,
-                _ => return Err(unresolvable()),
-            };
-        }
-        Ok(cur)
-    }
-
-    /// Whether a reference names another document (not this one by its `$id`).
-    fn is_external(&self, reference: &str) -> bool {
-        let base = reference.split('#').next().unwrap_or_default();
-        let id = self.root.get("$id").or_else(|| self.root.get("id")).and_then(Value::as_str).unwrap_or_default();
-        !base.is_empty() && base != id.trim_end_matches('#')
-    }
-
-    /// The canonical pointer (`#/a/b`) of a reference, used to share its rule.
-    fn ref_key(reference: &str) -> String {
-        match reference.find('#') {
-            Some(i) => format!("#{}", percent_decode(&reference[i + 1..])),
-            None => "#".into(),
-        }
-    }
-
     /// The rule for the schema a `$ref` names, created on first use.
     fn ref_rule(&mut self, reference: &str, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        if let Err(e) = self.resolve(reference, ptr) {
-            if self.is_external(reference) {
+        if let Err(e) = self.doc.resolve(reference, ptr) {
+            if self.doc.is_external(reference) {
                 self.relax("$ref", ptr, format!("external reference `{reference}` is not resolved: any value"))?;
                 return Ok(self.any(level));
             }
             return Err(e);
         }
-        let key = (Self::ref_key(reference), self.layout.key_level(level));
+        let key = (Document::ref_key(reference), self.layout.key_level(level));
         if let Some(&id) = self.refs.get(&key) {
             return Ok(Expr::Rule(id));
         }
@@ -507,7 +446,7 @@ impl<'a> Lowerer<'a> {
         let normalized;
         let m = if needs_normalize(m) {
             let mut n = m.clone();
-            merge::normalize(&mut n);
+            normalize_map(&mut n);
             normalized = n;
             &normalized
         } else {
@@ -826,48 +765,6 @@ fn type_name(t: &str) -> Option<&'static str> {
     TYPES.iter().copied().find(|x| *x == t)
 }
 
-fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(v) = hex {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> {
-    if depth > 64 {
-        return None;
-    }
-    match v {
-        Value::Object(m) => {
-            let hit = m.get("$anchor").and_then(Value::as_str) == Some(name)
-                || ["$id", "id"]
-                    .iter()
-                    .any(|k| m.get(*k).and_then(Value::as_str).is_some_and(|id| id.strip_prefix('#') == Some(name)));
-            if hit {
-                return Some(v);
-            }
-            m.values().find_map(|x| find_anchor(x, name, depth + 1))
-        }
-        Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name, depth + 1)),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 #[test]
 fn numbered_names_are_formatted_names() {
@@ -917,4 +814,12 @@ pub(super) fn expr_matches(e: &Expr, input: &[u8]) -> bool {
         out
     }
     ends(e, &[0], input).contains(&input.len())
+}
+
+/// TEMPORARY: the model's normalization on a JSON object.
+fn normalize_map(m: &mut Map<String, Value>) {
+    let v = Value::Object(m.clone());
+    let mut k = super::model::Keywords::parse(v.as_object().unwrap(), &v).clone();
+    k.normalize();
+    *m = serde_json::to_value(&k).unwrap().as_object().unwrap().clone();
 }

@@ -80,6 +80,7 @@ mod negation;
 mod number;
 mod object;
 mod object_count;
+mod relax;
 mod string;
 mod unique;
 mod validate;

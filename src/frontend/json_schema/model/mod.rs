@@ -20,11 +20,12 @@
 //!   results) are the same values a merge of JSON objects would produce.
 //!
 //! `keywords.rs` lists the keywords and their types; `json.rs` converts from and to JSON;
-//! `normalize.rs` rewrites draft-4 forms.
+//! `normalize.rs` rewrites draft-4 forms; `document.rs` parses on demand and resolves `$ref`.
 
 // The merge and the lowering move onto the model in the next commits.
 #![allow(dead_code)]
 
+mod document;
 mod json;
 mod keywords;
 mod normalize;
@@ -34,8 +35,7 @@ use std::rc::Rc;
 
 use serde_json::{Number, Value};
 
-use crate::util::hash::FastMap;
-
+pub(super) use document::Document;
 pub(super) use json::FromJson;
 pub(super) use keywords::{Entry, Keywords, Kw};
 
@@ -274,48 +274,6 @@ impl<'a> TypeNames<'a> {
             TypeNames::List(l) => (None, &l[..]),
         };
         one.into_iter().chain(list.iter().filter_map(|t| t.ok().copied()))
-    }
-}
-
-/// The document a lowering walks: its root (for `$ref`) and the schema objects parsed so far,
-/// by address, so each is parsed once however often the passes visit it.
-#[derive(Debug)]
-pub(super) struct Document<'a> {
-    root: &'a Value,
-    parsed: FastMap<usize, Rc<Keywords<'a>>>,
-}
-
-impl<'a> Document<'a> {
-    pub(super) fn new(root: &'a Value) -> Self {
-        Document { root, parsed: FastMap::default() }
-    }
-
-    /// The document's root value.
-    pub(super) fn root(&self) -> &'a Value {
-        self.root
-    }
-
-    /// `s` parsed (from the cache when its value was parsed before).
-    pub(super) fn view(&mut self, s: &Schema<'a>) -> View<'a> {
-        match s {
-            Schema::Bool(b) => View::Bool(*b),
-            Schema::Object(k) => View::Object(Rc::clone(k)),
-            Schema::Json(v) => self.view_json(v),
-        }
-    }
-
-    /// The document value `v` (a `$ref` target, a sub-schema) parsed.
-    pub(super) fn view_json(&mut self, v: &'a Value) -> View<'a> {
-        match v {
-            Value::Bool(b) => View::Bool(*b),
-            Value::Object(m) => {
-                // The address identifies the value: the document outlives the cache and
-                // does not move.
-                let k = self.parsed.entry(v as *const Value as usize).or_insert_with(|| Rc::new(Keywords::parse(m, v)));
-                View::Object(Rc::clone(k))
-            }
-            _ => View::NotASchema(v),
-        }
     }
 }
 
