@@ -518,6 +518,8 @@ impl<'a> Lowerer<'a> {
 
     /// A schema without `$ref`, `allOf`, `anyOf`, `oneOf`.
     fn simple(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        // TEMPORARY: the keywords of `m` for the families already on the model.
+        let k = &super::model::Keywords::parse_map(m);
         let mut types = self.types(m, ptr)?;
         // `not`: what can be subtracted exactly is; the rest is reported.
         let mut forbidden_props: Vec<String> = Vec::new();
@@ -606,7 +608,7 @@ impl<'a> Lowerer<'a> {
                         Some(c) => Expr::Seq(vec![Expr::literal("\""), c, Expr::literal("\"")]),
                         None => {
                             self.relax("not", ptr, "excluded strings are not enforced next to string keywords")?;
-                            self.string(m, ptr)?
+                            self.string(k, ptr)?
                         }
                     }
                 }
@@ -614,7 +616,8 @@ impl<'a> Lowerer<'a> {
                     let ex = excluded.as_ref().unwrap();
                     let mut parts = Vec::new();
                     for gap in ex.gaps() {
-                        parts.push(self.number_between(m, ptr, t == "integer", gap)?);
+                        let gap = (gap.0.and_then(Value::as_number), gap.1.and_then(Value::as_number));
+                        parts.push(self.number_between(k, ptr, t == "integer", gap)?);
                     }
                     choice(parts)
                 }
@@ -622,9 +625,9 @@ impl<'a> Lowerer<'a> {
                     let body = self.array(m, ptr, level)?;
                     self.rule_for("arr", body)?
                 }
-                "string" => self.string(m, ptr)?,
-                "number" => self.number(m, ptr, false)?,
-                _ => self.number(m, ptr, true)?,
+                "string" => self.string(k, ptr)?,
+                "number" => self.number(k, ptr, false)?,
+                _ => self.number(k, ptr, true)?,
             };
             alts.push(e);
         }
