@@ -77,7 +77,7 @@ impl<'a> Merger<'_, 'a> {
                 return Ok(());
             }
             View::Object(k) => k,
-            View::NotASchema(_) => return Err(Lowerer::invalid(ptr, "a schema must be an object or a boolean")),
+            View::NotASchema => return Err(Lowerer::invalid(ptr, "a schema must be an object or a boolean")),
         };
         let mut rest = (*k).clone();
         let reference = rest.reference.take();
@@ -553,35 +553,4 @@ fn constants<'a>(k: Option<&Keywords<'a>>) -> Option<Vec<&'a Value>> {
 /// The names in `required` that are strings.
 fn required_names<'a>(k: &Keywords<'a>) -> Vec<&'a str> {
     k.required.as_ref().and_then(Field::ok).map(|r| r.iter().filter_map(|x| x.as_str()).collect()).unwrap_or_default()
-}
-
-// TEMPORARY adapters for the lowering, which still walks `serde_json::Value`s.
-pub(super) use super::model::ANNOTATIONS;
-
-pub(super) fn flatten(
-    l: &mut Lowerer<'_>,
-    m: &serde_json::Map<String, Value>,
-    ptr: &str,
-) -> Result<Value, SchemaError> {
-    let v = Value::Object(m.clone());
-    let mut doc = Document::new(l.root);
-    let k = Rc::new(Keywords::parse(v.as_object().unwrap(), &v));
-    let s = Merger { doc: &mut doc, report: &mut l.report }.flatten(&k, ptr)?;
-    Ok(serde_json::to_value(&s).expect("a schema serializes"))
-}
-
-pub(super) fn merge_pair(l: &mut Lowerer<'_>, a: &Value, b: &Value, ptr: &str) -> Result<Value, SchemaError> {
-    let mut doc = Document::new(l.root);
-    let s = Merger { doc: &mut doc, report: &mut l.report }.merge_pair(
-        &Schema::from_json(a),
-        &Schema::from_json(b),
-        ptr,
-    )?;
-    Ok(serde_json::to_value(&s).expect("a schema serializes"))
-}
-
-pub(super) fn provably_disjoint(l: &mut Lowerer<'_>, branches: &[Value], ptr: &str) -> bool {
-    let mut doc = Document::new(l.root);
-    let branches: Vec<Schema<'_>> = branches.iter().map(Schema::from_json).collect();
-    Merger { doc: &mut doc, report: &mut l.report }.provably_disjoint(&branches, ptr)
 }

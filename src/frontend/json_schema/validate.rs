@@ -72,7 +72,7 @@ pub(super) fn validate<'a>(doc: &mut Document<'a>, schema: &Schema<'a>, instance
         View::Bool(true) => return Valid,
         View::Bool(false) => return Invalid,
         View::Object(k) => k,
-        View::NotASchema(_) => return Unknown("schema"),
+        View::NotASchema => return Unknown("schema"),
     };
     let mut v = Valid;
     // In key order: the first keyword that cannot be evaluated is the one named.

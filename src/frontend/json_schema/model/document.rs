@@ -49,7 +49,7 @@ impl<'a> Document<'a> {
                 let k = self.parsed.entry(v as *const Value as usize).or_insert_with(|| Rc::new(Keywords::parse(m, v)));
                 View::Object(Rc::clone(k))
             }
-            _ => View::NotASchema(v),
+            _ => View::NotASchema,
         }
     }
 

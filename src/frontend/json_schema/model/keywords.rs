@@ -184,21 +184,6 @@ impl<'a> Keywords<'a> {
         k
     }
 
-    /// TEMPORARY: the keywords of `m`, with no source.
-    pub(in super::super) fn parse_map(m: &'a Map<String, Value>) -> Self {
-        let mut k = Keywords::new();
-        for (name, v) in m {
-            match Kw::from_name(name) {
-                Some(kw) => {
-                    k.set_json(kw, v);
-                    k.order.push(Entry::Known(kw));
-                }
-                None => k.order.push(Entry::Other(name, v)),
-            }
-        }
-        k
-    }
-
     /// The document object these keywords are, unchanged.
     pub(in super::super) fn source(&self) -> Option<&'a Value> {
         self.source
@@ -310,6 +295,14 @@ impl<'a> Keywords<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `{"type": name}`.
+    pub(in super::super) fn of_type(name: &'a str) -> Self {
+        let mut k = Keywords::new();
+        k.types = Some(Field::Ok(TypeNames::One(name)));
+        k.list(Kw::Type);
+        k
     }
 
     /// `{"allOf": [a, b]}`.

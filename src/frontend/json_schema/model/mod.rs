@@ -22,9 +22,6 @@
 //! `keywords.rs` lists the keywords and their types; `json.rs` converts from and to JSON;
 //! `normalize.rs` rewrites draft-4 forms; `document.rs` parses on demand and resolves `$ref`.
 
-// The merge and the lowering move onto the model in the next commits.
-#![allow(dead_code)]
-
 mod document;
 mod json;
 mod keywords;
@@ -121,7 +118,7 @@ pub(super) enum View<'a> {
     /// The keywords of a schema object.
     Object(Rc<Keywords<'a>>),
     /// A value that is not a schema (a number, a string, an array, `null`).
-    NotASchema(&'a Value),
+    NotASchema,
 }
 
 /// A keyword's value: typed when it has the JSON type the keyword takes, else as written.

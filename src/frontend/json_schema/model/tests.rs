@@ -97,5 +97,5 @@ fn a_document_parses_each_object_once() {
     let a = root.properties.as_ref().and_then(Field::ok).and_then(|p| p.get("a")).unwrap().clone();
     let (View::Object(x), View::Object(y)) = (doc.view(&a), doc.view(&a)) else { panic!("objects") };
     assert!(Rc::ptr_eq(&x, &y));
-    assert!(matches!(doc.view(root.not.as_ref().unwrap()), View::NotASchema(_)));
+    assert!(matches!(doc.view(root.not.as_ref().unwrap()), View::NotASchema));
 }
