@@ -30,7 +30,8 @@ impl<'a> Lowerer<'a> {
             Some(Field::Ok(p)) => p,
             Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`prefixItems` must be an array")),
         };
-        let strict_rest = Schema::Bool(!(self.opts.strict_mode && !prefix.is_empty()));
+        // Strict mode: no items beyond `prefixItems` unless `items` says.
+        let strict_rest = Schema::Bool(!self.opts.strict_mode || prefix.is_empty());
         let rest_schema = k.items_schema().or_else(|| k.unevaluated_items.clone()).unwrap_or(strict_rest);
 
         let unique = matches!(k.unique_items, Some(Field::Ok(true)));

@@ -95,13 +95,13 @@ fn bool_of(b: bool) -> Verdict {
     }
 }
 
-/// The verdict of the keyword `kw` of `k` (which `k` has).
+/// The verdict of the keyword `kw` of `k` (which `k` has) on the instance `x`.
 fn keyword<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, depth: usize) -> Verdict {
-    let root = doc.root();
-    let mut sub = |s: &Schema<'a>, x: &Value| validate(doc, s, x, depth + 1);
-    let set = "a listed keyword is set";
     match kw {
-        Kw::Type => match k.types.as_ref().expect(set) {
+        Kw::Ref | Kw::AllOf | Kw::AnyOf | Kw::OneOf | Kw::Not | Kw::If | Kw::Then | Kw::Else => {
+            combinator(doc, k, kw, x, depth)
+        }
+        Kw::Type => match k.types.as_ref().expect(SET) {
             Field::Ok(TypeNames::One(t)) => bool_of(is_type(x, t)),
             Field::Ok(TypeNames::List(ts)) => bool_of(ts.iter().any(|t| t.ok().is_some_and(|t| is_type(x, t)))),
             Field::Wrong(_) => Unknown("type"),
@@ -110,21 +110,66 @@ fn keyword<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, dept
         Kw::Enum => {
             bool_of(k.enum_values.as_ref().and_then(Field::ok).is_some_and(|e| e.iter().any(|v| json_equal(v, x))))
         }
-        Kw::Const => bool_of(json_equal(k.const_value.expect(set), x)),
+        Kw::Const => bool_of(json_equal(k.const_value.expect(SET), x)),
+        // A draft-4 flag is not evaluated, whatever the instance.
+        Kw::ExclusiveMinimum if is_flag(&k.exclusive_minimum) => Unknown("exclusiveMinimum"),
+        Kw::ExclusiveMaximum if is_flag(&k.exclusive_maximum) => Unknown("exclusiveMaximum"),
+        Kw::Minimum | Kw::Maximum | Kw::ExclusiveMinimum | Kw::ExclusiveMaximum | Kw::MultipleOf => {
+            x.as_f64().map_or(Valid, |v| number(k, kw, v))
+        }
+        Kw::MinLength | Kw::MaxLength | Kw::Pattern | Kw::Format => x.as_str().map_or(Valid, |t| string(k, kw, t)),
+        // Not evaluated (unless `true`), whatever the instance.
+        Kw::UnevaluatedItems => unevaluated(&k.unevaluated_items, "unevaluatedItems"),
+        Kw::UnevaluatedProperties => unevaluated(&k.unevaluated_properties, "unevaluatedProperties"),
+        Kw::Items
+        | Kw::PrefixItems
+        | Kw::AdditionalItems
+        | Kw::Contains
+        | Kw::MinItems
+        | Kw::MaxItems
+        | Kw::MinContains
+        | Kw::MaxContains
+        | Kw::UniqueItems => array(doc, k, kw, x, depth),
+        Kw::Properties
+        | Kw::Required
+        | Kw::AdditionalProperties
+        | Kw::PatternProperties
+        | Kw::PropertyNames
+        | Kw::MinProperties
+        | Kw::MaxProperties
+        | Kw::DependentRequired
+        | Kw::DependentSchemas
+        | Kw::Dependencies => object(doc, k, kw, x, depth),
+    }
+}
+
+/// "A listed keyword's field is set."
+const SET: &str = "a listed keyword is set";
+
+/// Whether a bound is a draft-4 boolean flag.
+fn is_flag(b: &Option<Num<'_>>) -> bool {
+    b.as_ref().and_then(Num::flag).is_some()
+}
+
+/// `$ref`, `allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`.
+fn combinator<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, depth: usize) -> Verdict {
+    let root = doc.root();
+    let mut sub = |s: &Schema<'a>| validate(doc, s, x, depth + 1);
+    match kw {
         Kw::Ref => {
             let Some(Field::Ok(r)) = k.reference else { return Unknown("$ref") };
             let Some(target) = resolve(root, r) else { return Unknown("$ref") };
-            sub(&Schema::from_json(target), x)
+            sub(&Schema::from_json(target))
         }
-        Kw::AllOf => match k.all_of.as_ref().expect(set) {
-            Field::Ok(a) => a.iter().fold(Valid, |acc, b| and(acc, || sub(b, x))),
+        Kw::AllOf => match k.all_of.as_ref().expect(SET) {
+            Field::Ok(a) => a.iter().fold(Valid, |acc, b| and(acc, || sub(b))),
             Field::Wrong(_) => Unknown("allOf"),
         },
         Kw::AnyOf => {
             let Some(Field::Ok(a)) = &k.any_of else { return Unknown("anyOf") };
             let mut out = Invalid;
             for b in a {
-                match sub(b, x) {
+                match sub(b) {
                     Valid => return Valid,
                     Unknown(k) => out = Unknown(k),
                     Invalid => {}
@@ -136,7 +181,7 @@ fn keyword<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, dept
             let Some(Field::Ok(a)) = &k.one_of else { return Unknown("oneOf") };
             let mut n = 0;
             for b in a {
-                match sub(b, x) {
+                match sub(b) {
                     Valid => n += 1,
                     Unknown(k) => return Unknown(k),
                     Invalid => {}
@@ -144,156 +189,147 @@ fn keyword<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, dept
             }
             bool_of(n == 1)
         }
-        Kw::Not => match sub(k.not.as_ref().expect(set), x) {
+        Kw::Not => match sub(k.not.as_ref().expect(SET)) {
             Valid => Invalid,
             Invalid => Valid,
             u => u,
         },
-        Kw::If => match sub(k.if_schema.as_ref().expect(set), x) {
-            Valid => k.then_schema.as_ref().map_or(Valid, |t| sub(t, x)),
-            Invalid => k.else_schema.as_ref().map_or(Valid, |e| sub(e, x)),
+        Kw::If => match sub(k.if_schema.as_ref().expect(SET)) {
+            Valid => k.then_schema.as_ref().map_or(Valid, sub),
+            Invalid => k.else_schema.as_ref().map_or(Valid, sub),
             u => u,
         },
-        Kw::Then | Kw::Else => Valid, // evaluated with `if`
-        Kw::Minimum => bound(k.minimum.as_ref(), x, |v, b| v >= b),
-        Kw::Maximum => bound(k.maximum.as_ref(), x, |v, b| v <= b),
-        Kw::ExclusiveMinimum => match k.exclusive_minimum.as_ref().expect(set) {
-            b if b.flag().is_some() => Unknown("exclusiveMinimum"),
-            b => bound(Some(b), x, |v, b| v > b),
-        },
-        Kw::ExclusiveMaximum => match k.exclusive_maximum.as_ref().expect(set) {
-            b if b.flag().is_some() => Unknown("exclusiveMaximum"),
-            b => bound(Some(b), x, |v, b| v < b),
-        },
-        Kw::MultipleOf => x.as_f64().map_or(Valid, |v| {
+        _ => Valid, // `then`/`else`: evaluated with `if`
+    }
+}
+
+/// The numeric keyword `kw` on the number `v`.
+fn number(k: &Keywords<'_>, kw: Kw, v: f64) -> Verdict {
+    // A bound that is not a number fails.
+    let bound = |b: &Option<Num<'_>>, holds: fn(f64, f64) -> bool| {
+        bool_of(b.as_ref().and_then(Num::as_f64).is_some_and(|b| holds(v, b)))
+    };
+    match kw {
+        Kw::Minimum => bound(&k.minimum, |v, b| v >= b),
+        Kw::Maximum => bound(&k.maximum, |v, b| v <= b),
+        Kw::ExclusiveMinimum => bound(&k.exclusive_minimum, |v, b| v > b),
+        Kw::ExclusiveMaximum => bound(&k.exclusive_maximum, |v, b| v < b),
+        Kw::MultipleOf => {
             let d = k.multiple_of.as_ref().and_then(Num::as_f64).unwrap_or(1.0);
             let q = v / d;
             bool_of((q - q.round()).abs() < 1e-9)
-        }),
-        Kw::MinLength | Kw::MaxLength => x.as_str().map_or(Valid, |t| {
-            let n = t.chars().count() as f64;
-            if kw == Kw::MinLength {
-                bool_of(n >= count(&k.min_length))
-            } else {
-                bool_of(n <= count(&k.max_length))
-            }
-        }),
-        Kw::Pattern => {
-            x.as_str().map_or(Valid, |t| match k.pattern.as_ref().and_then(Field::ok).map(|p| Regex::parse(p)) {
-                Some(Ok(r)) => bool_of(r.is_match(t, Anchoring::Search)),
-                _ => Unknown("pattern"),
-            })
         }
-        Kw::Format => {
-            x.as_str().map_or(Valid, |t| match k.format.as_ref().and_then(Field::ok).and_then(|f| format::pattern(f)) {
-                Some(p) => match Regex::parse(p) {
-                    Ok(r) => bool_of(r.is_match(t, Anchoring::FullMatch)),
-                    Err(_) => Unknown("format"),
-                },
-                None => Valid,
-            })
-        }
-        Kw::MinItems | Kw::MaxItems => x.as_array().map_or(Valid, |a| {
-            let n = a.len() as f64;
-            if kw == Kw::MinItems {
-                bool_of(n >= count(&k.min_items))
-            } else {
-                bool_of(n <= count(&k.max_items))
-            }
-        }),
-        Kw::MinProperties | Kw::MaxProperties => x.as_object().map_or(Valid, |o| {
-            let n = o.len() as f64;
-            if kw == Kw::MinProperties {
-                bool_of(n >= count(&k.min_properties))
-            } else {
-                bool_of(n <= count(&k.max_properties))
-            }
-        }),
-        Kw::UniqueItems => x.as_array().map_or(Valid, |a| {
-            if !matches!(k.unique_items, Some(Field::Ok(true))) {
-                return Valid;
-            }
+        _ => Valid,
+    }
+}
+
+/// The string keyword `kw` on the string `t`.
+fn string(k: &Keywords<'_>, kw: Kw, t: &str) -> Verdict {
+    match kw {
+        Kw::MinLength => count_at_least(t.chars().count(), &k.min_length),
+        Kw::MaxLength => count_at_most(t.chars().count(), &k.max_length),
+        Kw::Pattern => match k.pattern.as_ref().and_then(Field::ok).map(|p| Regex::parse(p)) {
+            Some(Ok(r)) => bool_of(r.is_match(t, Anchoring::Search)),
+            _ => Unknown("pattern"),
+        },
+        Kw::Format => match k.format.as_ref().and_then(Field::ok).and_then(|f| format::pattern(f)) {
+            Some(p) => match Regex::parse(p) {
+                Ok(r) => bool_of(r.is_match(t, Anchoring::FullMatch)),
+                Err(_) => Unknown("format"),
+            },
+            None => Valid,
+        },
+        _ => Valid,
+    }
+}
+
+/// The array keyword `kw` on the instance `x` (which it constrains only if an array).
+fn array<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, depth: usize) -> Verdict {
+    let Some(a) = x.as_array() else { return Valid };
+    match kw {
+        Kw::Items => items(doc, k, a, depth),
+        // With `items` when there is one.
+        Kw::PrefixItems if !k.has(Kw::Items) => items(doc, k, a, depth),
+        Kw::MinItems => count_at_least(a.len(), &k.min_items),
+        Kw::MaxItems => count_at_most(a.len(), &k.max_items),
+        Kw::UniqueItems if matches!(k.unique_items, Some(Field::Ok(true))) => {
             bool_of((0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_equal(&a[i], &a[j]))))
-        }),
-        Kw::Required => x.as_object().map_or(Valid, |o| {
-            let names = k.required.as_ref().and_then(Field::ok);
-            bool_of(names.is_some_and(|r| r.iter().all(|n| n.as_str().is_some_and(|n| o.contains_key(n)))))
-        }),
-        Kw::Properties | Kw::PatternProperties | Kw::AdditionalProperties => {
-            let Some(o) = x.as_object() else { return Valid };
-            if kw != Kw::AdditionalProperties && k.has(Kw::AdditionalProperties) {
-                return Valid; // evaluated with additionalProperties
-            }
-            object_props(doc, k, o, depth)
         }
-        Kw::PropertyNames => x.as_object().map_or(Valid, |o| {
-            let names = k.property_names.as_ref().expect(set);
-            o.keys().fold(Valid, |acc, key| and(acc, || sub(names, &Value::String(key.clone()))))
-        }),
-        Kw::DependentRequired | Kw::Dependencies => x.as_object().map_or(Valid, |o| {
-            let deps = if kw == Kw::Dependencies { &k.dependencies } else { &k.dependent_required };
-            let Some(Field::Ok(d)) = deps else { return Unknown("dependentRequired") };
-            let mut v = Valid;
-            for (key, dep) in d.iter() {
-                if !o.contains_key(key) {
-                    continue;
-                }
-                let r = match dep {
-                    Dep::Names(r) => bool_of(r.iter().all(|n| n.as_str().is_some_and(|n| o.contains_key(n)))),
-                    Dep::Schema(schema) => sub(schema, x),
-                };
-                v = and(v, || r);
-            }
-            v
-        }),
-        Kw::DependentSchemas => x.as_object().map_or(Valid, |o| {
-            let Some(Field::Ok(d)) = &k.dependent_schemas else { return Unknown("dependentSchemas") };
-            d.iter().filter(|(key, _)| o.contains_key(*key)).fold(Valid, |acc, (_, sch)| and(acc, || sub(sch, x)))
-        }),
-        Kw::Items | Kw::PrefixItems | Kw::AdditionalItems => {
-            let Some(a) = x.as_array() else { return Valid };
-            if kw == Kw::AdditionalItems {
-                return Valid; // with items
-            }
-            if kw == Kw::PrefixItems && k.has(Kw::Items) {
-                return Valid; // with items
-            }
-            items(doc, k, a, depth)
-        }
-        Kw::Contains => x.as_array().map_or(Valid, |a| {
+        Kw::Contains => {
             let min = k.min_contains.as_ref().and_then(Num::as_u64).unwrap_or(1);
             let max = k.max_contains.as_ref().and_then(Num::as_u64);
-            let contains = k.contains.as_ref().expect(set);
+            let contains = k.contains.as_ref().expect(SET);
             let mut n = 0u64;
             for item in a {
-                match sub(contains, item) {
+                match validate(doc, contains, item, depth + 1) {
                     Valid => n += 1,
                     Unknown(k) => return Unknown(k),
                     Invalid => {}
                 }
             }
             bool_of(n >= min && max.is_none_or(|m| n <= m))
-        }),
-        Kw::MinContains | Kw::MaxContains => Valid,
-        Kw::UnevaluatedProperties | Kw::UnevaluatedItems => {
-            let s = if kw == Kw::UnevaluatedItems { &k.unevaluated_items } else { &k.unevaluated_properties };
-            if s.as_ref().is_some_and(Schema::is_true) {
-                Valid
-            } else {
-                Unknown(kw.name())
-            }
         }
+        // `additionalItems` with `items`; `minContains`/`maxContains` with `contains`.
+        _ => Valid,
     }
 }
 
-/// A numeric bound `b` on a numeric instance `x` (a bound that is not a number fails).
-fn bound(b: Option<&Num<'_>>, x: &Value, holds: impl Fn(f64, f64) -> bool) -> Verdict {
-    x.as_f64().map_or(Valid, |v| bool_of(b.and_then(Num::as_f64).is_some_and(|b| holds(v, b))))
+/// The object keyword `kw` on the instance `x` (which it constrains only if an object).
+fn object<'a>(doc: &mut Document<'a>, k: &Keywords<'a>, kw: Kw, x: &Value, depth: usize) -> Verdict {
+    let Some(o) = x.as_object() else { return Valid };
+    match kw {
+        // Evaluated with additionalProperties.
+        Kw::Properties | Kw::PatternProperties if k.has(Kw::AdditionalProperties) => Valid,
+        Kw::Properties | Kw::PatternProperties | Kw::AdditionalProperties => object_props(doc, k, o, depth),
+        Kw::Required => {
+            let names = k.required.as_ref().and_then(Field::ok);
+            bool_of(names.is_some_and(|r| r.iter().all(|n| n.as_str().is_some_and(|n| o.contains_key(n)))))
+        }
+        Kw::MinProperties => count_at_least(o.len(), &k.min_properties),
+        Kw::MaxProperties => count_at_most(o.len(), &k.max_properties),
+        Kw::PropertyNames => {
+            let names = k.property_names.as_ref().expect(SET);
+            o.keys().fold(Valid, |acc, key| and(acc, || validate(doc, names, &Value::String(key.clone()), depth + 1)))
+        }
+        Kw::DependentRequired | Kw::Dependencies => {
+            let deps = if kw == Kw::Dependencies { &k.dependencies } else { &k.dependent_required };
+            let Some(Field::Ok(d)) = deps else { return Unknown("dependentRequired") };
+            let mut v = Valid;
+            for (_, dep) in d.iter().filter(|(key, _)| o.contains_key(*key)) {
+                let r = match dep {
+                    Dep::Names(r) => bool_of(r.iter().all(|n| n.as_str().is_some_and(|n| o.contains_key(n)))),
+                    Dep::Schema(schema) => validate(doc, schema, x, depth + 1),
+                };
+                v = and(v, || r);
+            }
+            v
+        }
+        Kw::DependentSchemas => {
+            let Some(Field::Ok(d)) = &k.dependent_schemas else { return Unknown("dependentSchemas") };
+            let present = d.iter().filter(|(key, _)| o.contains_key(*key));
+            present.fold(Valid, |acc, (_, s)| and(acc, || validate(doc, s, x, depth + 1)))
+        }
+        _ => Valid,
+    }
 }
 
-/// A count bound as `f64` (0 when it is not a number).
-fn count(b: &Option<Num<'_>>) -> f64 {
-    b.as_ref().and_then(Num::as_f64).unwrap_or(0.0)
+/// A count of at least `min` (0 when `min` is not a number).
+fn count_at_least(n: usize, min: &Option<Num<'_>>) -> Verdict {
+    bool_of(n as f64 >= min.as_ref().and_then(Num::as_f64).unwrap_or(0.0))
+}
+
+/// A count of at most `max` (0 when `max` is not a number).
+fn count_at_most(n: usize, max: &Option<Num<'_>>) -> Verdict {
+    bool_of(n as f64 <= max.as_ref().and_then(Num::as_f64).unwrap_or(0.0))
+}
+
+/// `unevaluatedItems`/`unevaluatedProperties`: not evaluated unless `true`.
+fn unevaluated(s: &Option<Schema<'_>>, name: &'static str) -> Verdict {
+    if s.as_ref().is_some_and(Schema::is_true) {
+        Valid
+    } else {
+        Unknown(name)
+    }
 }
 
 /// `prefixItems`/`items` (or draft-4 array `items`/`additionalItems`) on the array `a`.
@@ -398,5 +434,33 @@ mod tests {
         assert_eq!(validate(&root, &s, &json!({"a": "x"}), 0), Valid);
         assert_eq!(validate(&root, &s, &json!({"a": "x", "b": 1}), 0), Invalid);
         assert!(json_equal(&json!({"a": 1.0, "b": [1]}), &json!({"b": [1], "a": 1})));
+    }
+
+    #[test]
+    fn names_the_first_keyword_it_cannot_evaluate_in_key_order() {
+        let root = json!({});
+        let s = json!({"pattern": "[", "unevaluatedItems": false});
+        assert_eq!(validate(&root, &s, &json!("a"), 0), Unknown("pattern"));
+        let s = json!({"unevaluatedItems": false, "pattern": "["});
+        assert_eq!(validate(&root, &s, &json!("a"), 0), Unknown("unevaluatedItems"));
+        // An invalid keyword decides, wherever it is.
+        let s = json!({"unevaluatedItems": false, "maxLength": 0});
+        assert_eq!(validate(&root, &s, &json!("a"), 0), Invalid);
+        // Whatever the instance's type.
+        assert_eq!(
+            validate(&root, &json!({"unevaluatedProperties": false}), &json!(3), 0),
+            Unknown("unevaluatedProperties")
+        );
+        assert_eq!(validate(&root, &json!({"unevaluatedProperties": true}), &json!(3), 0), Valid);
+        // Draft-4 forms as written.
+        let s = json!({"items": [{"type": "string"}], "additionalItems": false});
+        assert_eq!(validate(&root, &s, &json!(["a"]), 0), Valid);
+        assert_eq!(validate(&root, &s, &json!([1]), 0), Invalid);
+        assert_eq!(validate(&root, &s, &json!(["a", "b"]), 0), Invalid);
+        assert_eq!(
+            validate(&root, &json!({"minimum": 1, "exclusiveMinimum": true}), &json!(2), 0),
+            Unknown("exclusiveMinimum")
+        );
+        assert_eq!(validate(&root, &json!({"exclusiveMaximum": false}), &json!("a"), 0), Unknown("exclusiveMaximum"));
     }
 }

@@ -2,7 +2,7 @@
 //! written), writing them back (`Serialize`: exactly the text `serde_json` writes for the
 //! JSON value the model stands for, which keys memoized merges), and JSON equality
 //! (`PartialEq`: objects compare unordered, numbers by representation, as `serde_json::Value`
-//! does).
+//! does; the other types of the model derive it from these).
 
 use std::borrow::Cow;
 
@@ -191,49 +191,9 @@ impl PartialEq for Schema<'_> {
     }
 }
 
-impl<T: PartialEq> PartialEq for Field<'_, T> {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Field::Ok(a), Field::Ok(b)) => a == b,
-            (Field::Wrong(a), Field::Wrong(b)) => a == b,
-            _ => false,
-        }
-    }
-}
-
 impl<T: PartialEq> PartialEq for Members<'_, T> {
     fn eq(&self, other: &Self) -> bool {
         json_eq_members(&self.0, &other.0, |a, b| a == b)
-    }
-}
-
-impl PartialEq for Dep<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Dep::Names(a), Dep::Names(b)) => a == b,
-            (Dep::Schema(a), Dep::Schema(b)) => a == b,
-            _ => false,
-        }
-    }
-}
-
-impl PartialEq for Items<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Items::Each(a), Items::Each(b)) => a == b,
-            (Items::Tuple(a), Items::Tuple(b)) => a == b,
-            _ => false,
-        }
-    }
-}
-
-impl PartialEq for TypeNames<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (TypeNames::One(a), TypeNames::One(b)) => a == b,
-            (TypeNames::List(a), TypeNames::List(b)) => a == b,
-            _ => false,
-        }
     }
 }
 

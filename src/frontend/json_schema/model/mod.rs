@@ -122,7 +122,8 @@ pub(super) enum View<'a> {
 }
 
 /// A keyword's value: typed when it has the JSON type the keyword takes, else as written.
-#[derive(Clone, Debug)]
+/// (Equality is JSON equality: a value of the right type never equals one of a wrong type.)
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Field<'a, T> {
     /// The value, typed.
     Ok(T),
@@ -216,7 +217,7 @@ impl<T> Default for Members<'_, T> {
 
 /// A value of `dependentRequired` or `dependencies`: the names a property requires, or (a
 /// `dependencies` schema, or a malformed value) a schema.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Dep<'a> {
     /// An array (of names, as written: non-strings are kept).
     Names(Vec<&'a Value>),
@@ -235,7 +236,7 @@ impl<'a> Dep<'a> {
 }
 
 /// `items`: one schema for every item, or (draft 4) an array of schemas for the first items.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Items<'a> {
     /// A schema for each item.
     Each(Schema<'a>),
@@ -255,7 +256,7 @@ impl<'a> Items<'a> {
 
 /// `type`: one name, or an array of names (either may name unknown types; the array may
 /// hold non-strings).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum TypeNames<'a> {
     /// `"type": "string"`.
     One(&'a str),
