@@ -5,37 +5,37 @@
 //! Counts are repetitions (`item ("," item){m,n}`), never copies, so `maxItems: 100000` costs
 //! what `maxItems: 2` does; the automaton builder keeps a counter for large bounds.
 
-use serde_json::{Map, Value};
-
 use super::lower::{choice, is_never, never, seq, Lowerer};
+use super::model::{Field, Keywords, Kw, Num, Schema};
 use super::SchemaError;
 use crate::grammar::Expr;
 
-impl Lowerer<'_> {
+impl<'a> Lowerer<'a> {
     /// The body of an `array` schema's rule.
-    pub(super) fn array(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        let count = |k: &str| -> Result<Option<u64>, SchemaError> {
-            match m.get(k) {
+    pub(super) fn array(&mut self, k: &Keywords<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        let count = |name: &str, v: &Option<Num<'_>>| -> Result<Option<u64>, SchemaError> {
+            match v {
                 None => Ok(None),
                 Some(v) => match v.as_f64() {
                     Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(f.min(1e9) as u64)),
-                    _ => Err(Lowerer::invalid(ptr, format!("`{k}` must be a non-negative integer"))),
+                    _ => Err(Lowerer::invalid(ptr, format!("`{name}` must be a non-negative integer"))),
                 },
             }
         };
-        let min_items = count("minItems")?.unwrap_or(0);
-        let mut max_items = count("maxItems")?;
-        let prefix: Vec<Value> = match m.get("prefixItems") {
-            None => Vec::new(),
-            Some(Value::Array(p)) => p.clone(),
-            Some(_) => return Err(Lowerer::invalid(ptr, "`prefixItems` must be an array")),
+        let min_items = count("minItems", &k.min_items)?.unwrap_or(0);
+        let mut max_items = count("maxItems", &k.max_items)?;
+        let no_prefix = Vec::new();
+        let prefix: &[Schema<'a>] = match &k.prefix_items {
+            None => &no_prefix,
+            Some(Field::Ok(p)) => p,
+            Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`prefixItems` must be an array")),
         };
-        let strict_rest =
-            if self.opts.strict_mode && !prefix.is_empty() { Value::Bool(false) } else { Value::Bool(true) };
-        let rest_schema = m.get("items").or_else(|| m.get("unevaluatedItems")).cloned().unwrap_or(strict_rest);
+        // Strict mode: no items beyond `prefixItems` unless `items` says.
+        let strict_rest = Schema::Bool(!self.opts.strict_mode || prefix.is_empty());
+        let rest_schema = k.items_schema().or_else(|| k.unevaluated_items.clone()).unwrap_or(strict_rest);
 
-        let unique = m.get("uniqueItems") == Some(&Value::Bool(true));
-        if unique && prefix.is_empty() && !m.contains_key("contains") {
+        let unique = matches!(k.unique_items, Some(Field::Ok(true)));
+        if unique && prefix.is_empty() && !k.has(Kw::Contains) {
             if let Some(body) = self.unique_array(&rest_schema, (min_items, max_items), level)? {
                 return Ok(body);
             }
@@ -43,23 +43,24 @@ impl Lowerer<'_> {
 
         let mut elems = Vec::with_capacity(prefix.len());
         for (i, p) in prefix.iter().enumerate() {
-            let e = self.schema_value(p, &format!("{ptr}/prefixItems/{i}"), level + 1)?;
+            let e = self.schema(p, &format!("{ptr}/prefixItems/{i}"), level + 1)?;
             if is_never(&e) {
                 max_items = Some(max_items.map_or(i as u64, |x| x.min(i as u64)));
                 break;
             }
             elems.push(e);
         }
-        let mut rest = self.schema_value(&rest_schema, &format!("{ptr}/items"), level + 1)?;
+        let mut rest = self.schema(&rest_schema, &format!("{ptr}/items"), level + 1)?;
 
         // contains: exact for "at least one" over a plain `items` list.
-        if let Some(c) = m.get("contains") {
-            let min_c = count("minContains")?.unwrap_or(1);
-            let max_c = count("maxContains")?;
+        if let Some(c) = &k.contains {
+            let min_c = count("minContains", &k.min_contains)?.unwrap_or(1);
+            let max_c = count("maxContains", &k.max_contains)?;
             let simple = prefix.is_empty() && min_c == 1 && max_c.is_none() && min_items <= 1 && max_items.is_none();
             if simple {
-                let both = super::merge::merge_pair(self, &rest_schema, c, &format!("{ptr}/contains"))?;
-                let hit = self.schema_value(&both, &format!("{ptr}/contains"), level + 1)?;
+                let cptr = format!("{ptr}/contains");
+                let both = self.merger().merge_pair(&rest_schema, c, &cptr)?;
+                let hit = self.schema(&both, &cptr, level + 1)?;
                 let comma = self.layout.comma(level);
                 let body = seq(vec![
                     self.layout.open("[", level),
@@ -68,7 +69,7 @@ impl Lowerer<'_> {
                     Expr::star(Expr::Seq(vec![comma, rest])),
                     self.layout.close("]", level),
                 ]);
-                self.unique_items(m, ptr, max_items)?;
+                self.unique_items(k, ptr, max_items)?;
                 return Ok(body);
             }
             if min_c > 0 {
@@ -77,7 +78,7 @@ impl Lowerer<'_> {
                 self.relax("maxContains", ptr, "maxContains is not enforced")?;
             }
         }
-        self.unique_items(m, ptr, max_items)?;
+        self.unique_items(k, ptr, max_items)?;
 
         if let Some(mx) = max_items {
             elems.truncate(mx.min(elems.len() as u64) as usize);
@@ -125,8 +126,8 @@ impl Lowerer<'_> {
         Ok(if min_items == 0 { choice(vec![empty, full]) } else { full })
     }
 
-    fn unique_items(&mut self, m: &Map<String, Value>, ptr: &str, max_items: Option<u64>) -> Result<(), SchemaError> {
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) && max_items.is_none_or(|x| x > 1) {
+    fn unique_items(&mut self, k: &Keywords<'_>, ptr: &str, max_items: Option<u64>) -> Result<(), SchemaError> {
+        if matches!(k.unique_items, Some(Field::Ok(true))) && max_items.is_none_or(|x| x > 1) {
             self.relax("uniqueItems", ptr, "items are not checked for uniqueness")?;
         }
         Ok(())

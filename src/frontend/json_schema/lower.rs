@@ -10,17 +10,21 @@
 //! worklist, which handles recursion and keeps the walk's stack depth equal to the schema's
 //! literal nesting.
 
-use serde_json::{Map, Value};
+use std::rc::Rc;
+
+use serde_json::Value;
 
 use super::fragment::{self, Fragment, SchemaFragmentCache};
-use super::merge::{self, ANNOTATIONS};
+use super::merge::Merger;
+use super::model::{is_annotation, Document, Field, FromJson, Keywords, Kw, Schema, TypeNames, View};
 use super::negation::Excluded;
+use super::relax::Relaxations;
 use super::string::content_not_in;
 use super::validate::{self, Verdict};
-use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, Relaxation, SchemaError, SchemaErrorKind};
+use super::{pointer_segment, value, JsonSchemaOptions, JsonSchemaReport, SchemaError, SchemaErrorKind};
 use crate::grammar::passes::productive_bodies;
 use crate::grammar::{rename_rules, Expr, Grammar, GrammarBuilder, GrammarLimits, RuleId};
-use crate::util::hash::{FastMap, FastSet};
+use crate::util::hash::FastMap;
 
 /// The empty language.
 pub(super) fn never() -> Expr {
@@ -128,7 +132,6 @@ const MAX_FRAGMENT_DEPTH: usize = 4;
 const MAX_INDENT_LEVEL: u32 = 64;
 
 pub(super) struct Lowerer<'a> {
-    pub(super) root: &'a Value,
     pub(super) opts: &'a JsonSchemaOptions,
     pub(super) layout: Layout,
     names: Vec<String>,
@@ -137,8 +140,9 @@ pub(super) struct Lowerer<'a> {
     pending: Vec<(RuleId, String, u32)>,
     any_rules: FastMap<u32, RuleId>,
     shared: FastMap<&'static str, RuleId>,
-    report: Vec<Relaxation>,
-    reported: FastSet<Relaxation>,
+    /// The document: parsed schemas, `$ref` targets.
+    pub(super) doc: Document<'a>,
+    pub(super) report: Relaxations,
     depth: usize,
     schemas: usize,
     /// The document declares a draft up to 7, where `$ref` overrides its siblings.
@@ -157,12 +161,12 @@ impl<'a> Lowerer<'a> {
     ) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
         let mut l = Lowerer::new(root, opts, fragments);
         let root_rule = l.new_rule("root");
-        let body = l.schema(root, "#", 0)?;
+        let body = l.schema(&Schema::from_json(root), "#", 0)?;
         let ws = l.layout.ws();
         l.bodies[root_rule.index()] = Some(seq(vec![ws.clone(), body, ws]));
         l.lower_pending()?;
         let grammar = l.finish()?;
-        Ok((grammar, JsonSchemaReport { relaxations: l.report }))
+        Ok((grammar, JsonSchemaReport { relaxations: l.report.into_list() }))
     }
 
     /// Lowers `schema` on its own as a [`Fragment`] whose root rule matches its values at
@@ -171,16 +175,15 @@ impl<'a> Lowerer<'a> {
         // Branches inside a fragment are lowered inline (see `branch`).
         let mut l = Lowerer::new(schema, opts, None);
         let root_rule = l.new_rule("frag");
-        let body = l.schema(schema, "#", level)?;
+        let body = l.schema(&Schema::from_json(schema), "#", level)?;
         l.bodies[root_rule.index()] = Some(body);
         l.lower_pending()?;
         let grammar = l.finish()?;
-        Ok(Fragment { grammar, relaxations: l.report, depth: l.deepest, schemas: l.schemas })
+        Ok(Fragment { grammar, relaxations: l.report.into_list(), depth: l.deepest, schemas: l.schemas })
     }
 
     fn new(root: &'a Value, opts: &'a JsonSchemaOptions, fragments: Option<&'a SchemaFragmentCache>) -> Self {
         Lowerer {
-            root,
             opts,
             layout: Layout::new(opts),
             names: Vec::new(),
@@ -189,8 +192,8 @@ impl<'a> Lowerer<'a> {
             pending: Vec::new(),
             any_rules: FastMap::default(),
             shared: FastMap::default(),
-            report: Vec::new(),
-            reported: FastSet::default(),
+            doc: Document::new(root),
+            report: Relaxations::new(opts.strict_keywords),
             depth: 0,
             schemas: 0,
             legacy_ref: root.get("$schema").and_then(Value::as_str).is_some_and(|d| {
@@ -204,8 +207,8 @@ impl<'a> Lowerer<'a> {
     /// Lowers the targets of the references met so far (and of those they meet).
     fn lower_pending(&mut self) -> Result<(), SchemaError> {
         while let Some((rule, ptr, level)) = self.pending.pop() {
-            let target = self.resolve(&ptr, &ptr)?;
-            let body = self.schema(target, &ptr, level)?;
+            let target = self.doc.resolve(&ptr, &ptr)?;
+            let body = self.schema(&Schema::from_json(target), &ptr, level)?;
             self.bodies[rule.index()] = Some(body);
         }
         Ok(())
@@ -213,11 +216,14 @@ impl<'a> Lowerer<'a> {
 
     /// The branch `b` of an `anyOf`/`oneOf` at `ptr`: through the fragment cache when there is
     /// one and the branch is self-contained, else lowered inline.
-    fn branch(&mut self, b: &Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+    fn branch(&mut self, b: &Schema<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
         // Only near the top of the document (where a request's tools are), and not inside a
         // fragment: checking and hashing a branch costs its size, so doing it at every level of
-        // a deeply nested schema would cost its size times its depth.
-        if let Some(cache) = self.fragments.filter(|_| self.depth <= MAX_FRAGMENT_DEPTH) {
+        // a deeply nested schema would cost its size times its depth. A branch that is not a
+        // value of the document (a merge result) is lowered inline: it is an `allOf` of two
+        // schemas, with no properties of its own to be worth a fragment.
+        let cache = self.fragments.filter(|_| self.depth <= MAX_FRAGMENT_DEPTH);
+        if let (Some(cache), Some(b)) = (cache, b.source()) {
             if fragment::is_worth_caching(b) && fragment::is_self_contained(b) {
                 let opts = self.opts;
                 let fragment = cache.get_or_lower(b, opts, level, || Lowerer::run_fragment(b, opts, level).ok());
@@ -226,7 +232,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        self.schema_value(b, ptr, level)
+        self.schema(b, ptr, level)
     }
 
     /// Adds the rules of `f` under fresh ids and its relaxations under `ptr`; `None` when that
@@ -308,86 +314,23 @@ impl<'a> Lowerer<'a> {
 
     /// Records a relaxation, or fails with `strict_keywords`.
     pub(super) fn relax(&mut self, keyword: &str, ptr: &str, detail: impl Into<String>) -> Result<(), SchemaError> {
-        let detail = detail.into();
-        if self.opts.strict_keywords {
-            return Err(SchemaError::new(ptr, SchemaErrorKind::Unsupported { keyword: keyword.into(), detail }));
-        }
-        let r = Relaxation {
-            keyword: keyword.into(),
-            pointer: if ptr.is_empty() { "#".into() } else { ptr.into() },
-            detail,
-        };
-        if self.reported.insert(r.clone()) {
-            self.report.push(r);
-        }
-        Ok(())
+        self.report.relax(keyword, ptr, detail)
     }
 
     pub(super) fn invalid(ptr: &str, msg: impl Into<String>) -> SchemaError {
         SchemaError::new(ptr, SchemaErrorKind::Invalid(msg.into()))
     }
 
-    /// Resolves a `$ref` value (`#`, `#/json/pointer`, `base#/pointer` where `base` is this
-    /// document) to the sub-schema it names.
-    pub(super) fn resolve(&self, reference: &str, ptr: &str) -> Result<&'a Value, SchemaError> {
-        let unresolvable = || SchemaError::new(ptr, SchemaErrorKind::UnresolvableRef(reference.to_string()));
-        let fragment = match reference.find('#') {
-            Some(i) => &reference[i + 1..],
-            None => {
-                // A reference to the document itself by its `$id`.
-                let id = self.root.get("$id").or_else(|| self.root.get("id")).and_then(Value::as_str);
-                return if id.is_some_and(|id| id.trim_end_matches('#') == reference) {
-                    Ok(self.root)
-                } else {
-                    Err(unresolvable())
-                };
-            }
-        };
-        let fragment = percent_decode(fragment);
-        if fragment.is_empty() {
-            return Ok(self.root);
-        }
-        if !fragment.starts_with('/') {
-            // A plain-name fragment: an `$anchor` (or draft-4 `id: "#name"`) in the document.
-            return find_anchor(self.root, &fragment, 0).ok_or_else(unresolvable);
-        }
-        let mut cur = self.root;
-        for seg in fragment[1..].split('/') {
-            let seg = seg.replace("~1", "/").replace("~0", "~");
-            cur = match cur {
-                Value::Object(m) => m.get(&seg).ok_or_else(unresolvable)?,
-                Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)).ok_or_else(unresolvable)?,
-                _ => return Err(unresolvable()),
-            };
-        }
-        Ok(cur)
-    }
-
-    /// Whether a reference names another document (not this one by its `$id`).
-    fn is_external(&self, reference: &str) -> bool {
-        let base = reference.split('#').next().unwrap_or_default();
-        let id = self.root.get("$id").or_else(|| self.root.get("id")).and_then(Value::as_str).unwrap_or_default();
-        !base.is_empty() && base != id.trim_end_matches('#')
-    }
-
-    /// The canonical pointer (`#/a/b`) of a reference, used to share its rule.
-    fn ref_key(reference: &str) -> String {
-        match reference.find('#') {
-            Some(i) => format!("#{}", percent_decode(&reference[i + 1..])),
-            None => "#".into(),
-        }
-    }
-
     /// The rule for the schema a `$ref` names, created on first use.
     fn ref_rule(&mut self, reference: &str, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        if let Err(e) = self.resolve(reference, ptr) {
-            if self.is_external(reference) {
+        if let Err(e) = self.doc.resolve(reference, ptr) {
+            if self.doc.is_external(reference) {
                 self.relax("$ref", ptr, format!("external reference `{reference}` is not resolved: any value"))?;
                 return Ok(self.any(level));
             }
             return Err(e);
         }
-        let key = (Self::ref_key(reference), self.layout.key_level(level));
+        let key = (Document::ref_key(reference), self.layout.key_level(level));
         if let Some(&id) = self.refs.get(&key) {
             return Ok(Expr::Rule(id));
         }
@@ -469,12 +412,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Lowers the sub-schema `s` found at `ptr`, for a value at nesting `level`.
-    pub(super) fn schema(&mut self, s: &'a Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        self.schema_value(s, ptr, level)
-    }
-
-    /// As [`Lowerer::schema`] for a schema that may not live in the document (a merge result).
-    pub(super) fn schema_value(&mut self, s: &Value, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+    pub(super) fn schema(&mut self, s: &Schema<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
         self.depth += 1;
         self.deepest = self.deepest.max(self.depth);
         self.schemas += 1;
@@ -492,82 +430,82 @@ impl<'a> Lowerer<'a> {
                 SchemaErrorKind::TooLarge(format!("more than {} sub-schemas", self.opts.limits.max_schemas)),
             ));
         }
-        let r = match s {
-            Value::Bool(true) => Ok(self.any(level)),
-            Value::Bool(false) => Ok(never()),
-            Value::Object(m) => self.object_schema(m, ptr, level),
-            _ => Err(Self::invalid(ptr, "a schema must be an object or a boolean")),
+        let r = match self.doc.view(s) {
+            View::Bool(true) => Ok(self.any(level)),
+            View::Bool(false) => Ok(never()),
+            View::Object(k) => self.object_schema(&k, ptr, level),
+            View::NotASchema => Err(Self::invalid(ptr, "a schema must be an object or a boolean")),
         };
         self.depth -= 1;
         r
     }
 
-    fn object_schema(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+    /// The merge of schemas, reading this document and reporting here.
+    pub(super) fn merger(&mut self) -> Merger<'_, 'a> {
+        Merger { doc: &mut self.doc, report: &mut self.report }
+    }
+
+    fn object_schema(&mut self, k: &Rc<Keywords<'a>>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
         let normalized;
-        let m = if needs_normalize(m) {
-            let mut n = m.clone();
-            merge::normalize(&mut n);
-            normalized = n;
+        let k = if k.needs_normalize() {
+            let mut n = (**k).clone();
+            n.normalize();
+            normalized = Rc::new(n);
             &normalized
         } else {
-            m
+            k
         };
-        let constraints = m.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()) && k != "$ref");
-        if let Some(r) = m.get("$ref") {
-            let Some(reference) = r.as_str() else { return Err(Self::invalid(ptr, "`$ref` must be a string")) };
+        if let Some(r) = &k.reference {
+            let Field::Ok(reference) = *r else { return Err(Self::invalid(ptr, "`$ref` must be a string")) };
             // Up to draft 7, keywords next to `$ref` are ignored; from 2019-09 on they apply.
-            if !constraints || self.legacy_ref {
+            if !k.has_constraints() || self.legacy_ref {
                 return self.ref_rule(reference, ptr, level);
             }
         }
-        if m.contains_key("$ref") || m.contains_key("allOf") {
+        if k.has(Kw::Ref) || k.has(Kw::AllOf) {
             // Memoized by content: intersections of recursive schemas then close into rules
             // (a product construction) instead of unfolding forever.
-            let key = serde_json::to_string(m).expect("a JSON value serializes");
+            let key = serde_json::to_string(&**k).expect("a schema serializes");
             return self.memo_rule(key, level, |l| {
-                let merged = merge::flatten(l, m, ptr)?;
-                l.schema_value(&merged, ptr, level)
+                let merged = l.merger().flatten(k, ptr)?;
+                l.schema(&merged, ptr, level)
             });
         }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(branches) = m.get(key) {
-                return self.any_of(m, key, branches, ptr, level);
+        for kw in [Kw::AnyOf, Kw::OneOf] {
+            if k.has(kw) {
+                return self.any_of(k, kw, ptr, level);
             }
         }
-        self.simple(m, ptr, level)
+        self.simple(k, ptr, level)
     }
 
-    /// `anyOf` / `oneOf`: one alternative per branch, each intersected with the sibling
+    /// `anyOf` / `oneOf` (`kw`): one alternative per branch, each intersected with the sibling
     /// keywords (so `{"required": ["a"], "anyOf": [...]}` keeps `required` in every branch).
-    fn any_of(
-        &mut self,
-        m: &Map<String, Value>,
-        key: &str,
-        branches: &Value,
-        ptr: &str,
-        level: u32,
-    ) -> Result<Expr, SchemaError> {
-        let Some(branches) = branches.as_array() else {
+    fn any_of(&mut self, k: &Keywords<'a>, kw: Kw, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        let key = kw.name();
+        let branches = if kw == Kw::AnyOf { &k.any_of } else { &k.one_of };
+        let Some(Field::Ok(branches)) = branches else {
             return Err(Self::invalid(ptr, format!("`{key}` must be an array")));
         };
-        // The siblings of `key` (not a copy of the whole map: `branches` can be large).
-        let base: Map<String, Value> =
-            m.iter().filter(|(k, _)| *k != key).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let has_siblings = base.keys().any(|k| !ANNOTATIONS.contains(&k.as_str()));
-        if key == "oneOf" && branches.len() > 1 && !merge::provably_disjoint(self, branches, ptr) {
+        // The siblings of `key`.
+        let mut base = k.clone();
+        base.remove_keeping_order(kw);
+        let has_siblings = base.names().any(|n| !is_annotation(n));
+        if kw == Kw::OneOf && branches.len() > 1 && !self.merger().provably_disjoint(branches, ptr) {
             self.relax(
                 "oneOf",
                 ptr,
                 "branches are not provably disjoint: enforced as anyOf (an instance may match several)",
             )?;
         }
+        let base = Schema::object(base);
         let mut alts = Vec::with_capacity(branches.len());
         for (i, b) in branches.iter().enumerate() {
             let bptr = format!("{ptr}/{key}/{i}");
             let e = if has_siblings {
-                let merged = merge::merge_pair(self, &Value::Object(base.clone()), b, &bptr)?;
-                let key = serde_json::to_string(&merged).expect("a JSON value serializes");
-                self.memo_rule(key, level, |l| l.schema_value(&merged, &bptr, level))?
+                let merged = self.merger().merge_pair(&base, b, &bptr)?;
+                let key = serde_json::to_string(&merged).expect("a schema serializes");
+                self.memo_rule(key, level, |l| l.schema(&merged, &bptr, level))?
             } else {
                 self.branch(b, &bptr, level)?
             };
@@ -577,23 +515,24 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A schema without `$ref`, `allOf`, `anyOf`, `oneOf`.
-    fn simple(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        let mut types = self.types(m, ptr)?;
+    fn simple(&mut self, k: &Keywords<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        let mut types = self.types(k, ptr)?;
         // `not`: what can be subtracted exactly is; the rest is reported.
-        let mut forbidden_props: Vec<String> = Vec::new();
-        let mut one_absent: Vec<String> = Vec::new();
-        let mut excluded: Option<Excluded> = None;
-        if let Some(not) = m.get("not") {
-            let has_enum = m.contains_key("enum") || m.contains_key("const");
-            match not {
-                Value::Bool(true) => return Ok(never()),
-                Value::Bool(false) => {}
-                Value::Object(n) if !has_enum => {
-                    let keys: Vec<&str> = n.keys().map(String::as_str).filter(|k| !ANNOTATIONS.contains(k)).collect();
+        let mut forbidden_props: Vec<&'a str> = Vec::new();
+        let mut one_absent: Vec<&'a str> = Vec::new();
+        let mut excluded: Option<Excluded<'a>> = None;
+        if let Some(not) = &k.not {
+            let has_enum = k.has(Kw::Enum) || k.has(Kw::Const);
+            match self.doc.view(not) {
+                View::Bool(true) => return Ok(never()),
+                View::Bool(false) => {}
+                View::Object(n) if !has_enum => {
+                    let keys: Vec<&str> = n.names().filter(|k| !is_annotation(k)).collect();
+                    let required = n.required.as_ref().and_then(Field::ok);
                     if keys.is_empty() {
                         return Ok(never());
                     } else if keys == ["type"] {
-                        let not_types = self.types(n, &format!("{ptr}/not"))?;
+                        let not_types = self.types(&n, &format!("{ptr}/not"))?;
                         types
                             .retain(|t| !(not_types.contains(t) || (*t == "integer" && not_types.contains(&"number"))));
                         if types.contains(&"number") && not_types.contains(&"integer") {
@@ -603,34 +542,31 @@ impl<'a> Lowerer<'a> {
                                 "`not: {type: integer}` under `number`: integral numbers are not excluded",
                             )?;
                         }
-                    } else if keys == ["required"] && n["required"].as_array().is_some_and(|a| a.len() == 1) {
-                        forbidden_props.push(n["required"][0].as_str().unwrap_or_default().to_string());
-                    } else if keys == ["required"]
-                        && n["required"].as_array().is_some_and(|a| a.len() <= MAX_NOT_REQUIRED)
-                    {
+                    } else if keys == ["required"] && required.is_some_and(|a| a.len() == 1) {
+                        forbidden_props.push(required.and_then(|r| r[0].as_str()).unwrap_or_default());
+                    } else if keys == ["required"] && required.is_some_and(|a| a.len() <= MAX_NOT_REQUIRED) {
                         // At least one of the names is absent: one object variant per name.
-                        let names = n["required"].as_array().into_iter().flatten();
-                        one_absent = names.filter_map(Value::as_str).map(String::from).collect();
+                        one_absent = required.into_iter().flatten().filter_map(|x| x.as_str()).collect();
                         one_absent.dedup();
                         if one_absent.is_empty() {
                             types.retain(|t| *t != "object");
                         }
-                    } else if let Some(ex) = Excluded::of(n, &keys) {
+                    } else if let Some(ex) = Excluded::of(&n, &keys) {
                         types.retain(|t| *t != "null" || !ex.null);
                         excluded = Some(ex);
                     } else {
                         self.relax("not", ptr, "the negated schema is not enforced")?;
                     }
                 }
-                Value::Object(_) => {} // decided per value by the enum filter
-                _ => return Err(Self::invalid(ptr, "`not` must be a schema")),
+                View::Object(_) => {} // decided per value by the enum filter
+                View::NotASchema => return Err(Self::invalid(ptr, "`not` must be a schema")),
             }
         }
-        if m.contains_key("enum") || m.contains_key("const") {
-            return self.enumeration(m, ptr, level);
+        if k.has(Kw::Enum) || k.has(Kw::Const) {
+            return self.enumeration(k, ptr, level);
         }
-        if let Some(if_schema) = m.get("if") {
-            return self.if_then_else(m, if_schema, ptr, level);
+        if let Some(if_schema) = &k.if_schema {
+            return self.if_then_else(k, if_schema, ptr, level);
         }
         let mut alts = Vec::new();
         for t in TYPES {
@@ -648,25 +584,25 @@ impl<'a> Lowerer<'a> {
                     let mut variants = Vec::new();
                     for name in &one_absent {
                         let mut forbidden = forbidden_props.clone();
-                        forbidden.push(name.clone());
-                        let body = self.object(m, ptr, level, &forbidden)?;
+                        forbidden.push(name);
+                        let body = self.object(k, ptr, level, &forbidden)?;
                         variants.push(self.rule_for("obj", body)?);
                     }
                     choice(variants)
                 }
                 "object" => {
-                    let body = self.object(m, ptr, level, &forbidden_props)?;
+                    let body = self.object(k, ptr, level, &forbidden_props)?;
                     self.rule_for("obj", body)?
                 }
                 "string" if excluded.as_ref().is_some_and(|x| !x.strings.is_empty()) => {
-                    let names: Vec<&str> = excluded.as_ref().unwrap().strings.iter().map(String::as_str).collect();
-                    let plain = !["minLength", "maxLength", "pattern", "format"].iter().any(|k| m.contains_key(*k));
+                    let names = &excluded.as_ref().unwrap().strings;
+                    let plain = ![Kw::MinLength, Kw::MaxLength, Kw::Pattern, Kw::Format].iter().any(|kw| k.has(*kw));
                     let (tail, esc) = (self.content_tail(), self.escape_tail());
-                    match content_not_in(&names, &tail, &esc).filter(|_| plain) {
+                    match content_not_in(names, &tail, &esc).filter(|_| plain) {
                         Some(c) => Expr::Seq(vec![Expr::literal("\""), c, Expr::literal("\"")]),
                         None => {
                             self.relax("not", ptr, "excluded strings are not enforced next to string keywords")?;
-                            self.string(m, ptr)?
+                            self.string(k, ptr)?
                         }
                     }
                 }
@@ -674,17 +610,17 @@ impl<'a> Lowerer<'a> {
                     let ex = excluded.as_ref().unwrap();
                     let mut parts = Vec::new();
                     for gap in ex.gaps() {
-                        parts.push(self.number_between(m, ptr, t == "integer", gap)?);
+                        parts.push(self.number_between(k, ptr, t == "integer", gap)?);
                     }
                     choice(parts)
                 }
                 "array" => {
-                    let body = self.array(m, ptr, level)?;
+                    let body = self.array(k, ptr, level)?;
                     self.rule_for("arr", body)?
                 }
-                "string" => self.string(m, ptr)?,
-                "number" => self.number(m, ptr, false)?,
-                _ => self.number(m, ptr, true)?,
+                "string" => self.string(k, ptr)?,
+                "number" => self.number(k, ptr, false)?,
+                _ => self.number(k, ptr, true)?,
             };
             alts.push(e);
         }
@@ -692,48 +628,49 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The admitted types from `type` and `nullable` (all of them when `type` is absent).
-    fn types(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<Vec<&'static str>, SchemaError> {
-        let mut types: Vec<&'static str> = match m.get("type") {
+    fn types(&mut self, k: &Keywords<'_>, ptr: &str) -> Result<Vec<&'static str>, SchemaError> {
+        let mut types: Vec<&'static str> = match &k.types {
             None => TYPES.to_vec(),
-            Some(Value::String(t)) => {
+            Some(Field::Ok(TypeNames::One(t))) => {
                 vec![type_name(t).ok_or_else(|| Self::invalid(ptr, format!("unknown type `{t}`")))?]
             }
-            Some(Value::Array(ts)) => {
+            Some(Field::Ok(TypeNames::List(ts))) => {
                 let mut v = Vec::new();
                 for t in ts {
-                    let t = t
-                        .as_str()
-                        .and_then(type_name)
-                        .ok_or_else(|| Self::invalid(ptr, format!("unknown type `{t}`")))?;
-                    v.push(t);
+                    let name = t.ok().and_then(|t| type_name(t));
+                    // Named as JSON (quoted), as the array holds it.
+                    let json = || serde_json::to_string(t).expect("a JSON value serializes");
+                    v.push(name.ok_or_else(|| Self::invalid(ptr, format!("unknown type `{}`", json())))?);
                 }
                 v
             }
-            Some(_) => return Err(Self::invalid(ptr, "`type` must be a string or an array of strings")),
+            Some(Field::Wrong(_)) => {
+                return Err(Self::invalid(ptr, "`type` must be a string or an array of strings"));
+            }
         };
-        if m.get("nullable") == Some(&Value::Bool(true)) && !types.contains(&"null") {
+        if matches!(k.nullable, Some(Field::Ok(true))) && !types.contains(&"null") {
             types.push("null");
         }
         Ok(types)
     }
 
     /// `enum` / `const`: the listed values that satisfy the rest of the schema.
-    fn enumeration(&mut self, m: &Map<String, Value>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        let mut values: Vec<&Value> = match m.get("enum") {
-            Some(Value::Array(v)) => v.iter().collect(),
-            Some(_) => return Err(Self::invalid(ptr, "`enum` must be an array")),
-            None => vec![&m["const"]],
+    fn enumeration(&mut self, k: &Keywords<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        let mut values: Vec<&'a Value> = match &k.enum_values {
+            Some(Field::Ok(v)) => v.clone(),
+            Some(Field::Wrong(_)) => return Err(Self::invalid(ptr, "`enum` must be an array")),
+            None => k.const_value.into_iter().collect(),
         };
-        if let (Some(c), Some(_)) = (m.get("const"), m.get("enum")) {
+        if let (Some(c), Some(_)) = (k.const_value, &k.enum_values) {
             values.retain(|v| validate::json_equal(v, c));
         }
-        let mut rest = m.clone();
-        rest.remove("enum");
-        rest.remove("const");
-        let rest = Value::Object(rest);
+        let mut rest = k.clone();
+        rest.remove(Kw::Enum);
+        rest.remove(Kw::Const);
+        let rest = Schema::object(rest);
         let mut alts = Vec::new();
         for v in values {
-            match validate::validate(self.root, &rest, v, 0) {
+            match validate::validate(&mut self.doc, &rest, v, 0) {
                 Verdict::Valid => {}
                 Verdict::Invalid => continue,
                 Verdict::Unknown(kw) => {
@@ -748,25 +685,27 @@ impl<'a> Lowerer<'a> {
     /// `if`/`then`/`else` (without `enum`): instances satisfy `if` and `then`, or `else`.
     fn if_then_else(
         &mut self,
-        m: &Map<String, Value>,
-        if_schema: &Value,
+        k: &Keywords<'a>,
+        if_schema: &Schema<'a>,
         ptr: &str,
         level: u32,
     ) -> Result<Expr, SchemaError> {
-        let mut base = m.clone();
-        base.remove("if");
-        let then_s = base.remove("then");
-        let else_s = base.remove("else");
-        let base = Value::Object(base);
+        let mut base = k.clone();
+        base.remove(Kw::If);
+        let then_s = base.then_schema.take();
+        base.remove(Kw::Then);
+        let else_s = base.else_schema.take();
+        base.remove(Kw::Else);
+        let base = Schema::object(base);
         if then_s.is_none() && else_s.is_none() {
-            return self.schema_value(&base, ptr, level);
+            return self.schema(&base, ptr, level);
         }
-        let mut then_branch = merge::merge_pair(self, &base, if_schema, &format!("{ptr}/if"))?;
+        let mut then_branch = self.merger().merge_pair(&base, if_schema, &format!("{ptr}/if"))?;
         if let Some(t) = &then_s {
-            then_branch = merge::merge_pair(self, &then_branch, t, &format!("{ptr}/then"))?;
+            then_branch = self.merger().merge_pair(&then_branch, t, &format!("{ptr}/then"))?;
         }
         let else_branch = match &else_s {
-            Some(e) => merge::merge_pair(self, &base, e, &format!("{ptr}/else"))?,
+            Some(e) => self.merger().merge_pair(&base, e, &format!("{ptr}/else"))?,
             None => base.clone(),
         };
         self.relax(
@@ -774,8 +713,8 @@ impl<'a> Lowerer<'a> {
             ptr,
             "the `else` branch does not check that `if` fails (enforced as anyOf of if+then and else)",
         )?;
-        let a = self.schema_value(&then_branch, ptr, level)?;
-        let b = self.schema_value(&else_branch, ptr, level)?;
+        let a = self.schema(&then_branch, ptr, level)?;
+        let b = self.schema(&else_branch, ptr, level)?;
         Ok(choice(vec![a, b]))
     }
 
@@ -810,59 +749,8 @@ fn numbered_name(prefix: &str, n: usize) -> String {
     name
 }
 
-fn needs_normalize(m: &Map<String, Value>) -> bool {
-    matches!(m.get("exclusiveMinimum"), Some(Value::Bool(_)))
-        || matches!(m.get("exclusiveMaximum"), Some(Value::Bool(_)))
-        || matches!(m.get("items"), Some(Value::Array(_)))
-        || m.contains_key("additionalItems")
-        || m.contains_key("dependencies")
-        || m.contains_key("nullable")
-}
-
 fn type_name(t: &str) -> Option<&'static str> {
     TYPES.iter().copied().find(|x| *x == t)
-}
-
-fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(v) = hex {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn find_anchor<'v>(v: &'v Value, name: &str, depth: usize) -> Option<&'v Value> {
-    if depth > 64 {
-        return None;
-    }
-    match v {
-        Value::Object(m) => {
-            let hit = m.get("$anchor").and_then(Value::as_str) == Some(name)
-                || ["$id", "id"]
-                    .iter()
-                    .any(|k| m.get(*k).and_then(Value::as_str).is_some_and(|id| id.strip_prefix('#') == Some(name)));
-            if hit {
-                return Some(v);
-            }
-            m.values().find_map(|x| find_anchor(x, name, depth + 1))
-        }
-        Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name, depth + 1)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

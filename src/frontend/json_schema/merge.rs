@@ -1,46 +1,27 @@
 //! Intersection of schemas: `allOf`, the sibling keywords of `$ref`, and the distribution of
 //! `anyOf`/`oneOf` over their siblings.
 //!
-//! Schemas are merged keyword by keyword into one schema object whose instances are exactly
-//! those of both (bounds tighten, `required` and `type` combine, `enum`s intersect, common
-//! properties become a lazy `allOf` merged when lowered). Where two keywords cannot be
-//! combined into one (two different `pattern`s, two `contains`), the first is kept and the
-//! relaxation reported. `additionalProperties` of one side applies to the properties only
-//! the other side declares, as the specification says.
+//! Schemas are merged keyword by keyword into one schema whose instances are exactly those of
+//! both (bounds tighten, `required` and `type` combine, `enum`s intersect, common properties
+//! become a lazy `allOf` merged when lowered). Where two keywords cannot be combined into one
+//! (two different `pattern`s, two `contains`), the first is kept and the relaxation reported.
+//! `additionalProperties` of one side applies to the properties only the other side declares,
+//! as the specification says.
+//!
+//! A merge result is the schema object a merge of the two JSON objects would give, key order
+//! included (see [`super::model`]): lowering memoizes merged schemas by their JSON text.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::rc::Rc;
+
+use serde_json::{Number, Value};
 
 use super::lower::{Lowerer, TYPES};
+use super::model::{Dep, Document, Entry, Field, FromJson, Items, Keywords, Kw, Members, Num, Schema, TypeNames, View};
+use super::relax::Relaxations;
 use super::validate::json_equal;
 use super::SchemaError;
 use crate::frontend::regex::{Anchoring, Regex};
-
-/// Keywords that never constrain an instance.
-pub(super) const ANNOTATIONS: &[&str] = &[
-    "title",
-    "description",
-    "default",
-    "examples",
-    "example",
-    "$comment",
-    "$schema",
-    "$id",
-    "id",
-    "$anchor",
-    "$dynamicAnchor",
-    "$defs",
-    "definitions",
-    "$vocabulary",
-    "readOnly",
-    "writeOnly",
-    "deprecated",
-    "contentMediaType",
-    "contentEncoding",
-    "contentSchema",
-    "discriminator",
-    "xml",
-    "externalDocs",
-];
 
 /// How many `$ref`/`allOf` levels a merge may inline.
 const MAX_INLINE_DEPTH: usize = 32;
@@ -48,321 +29,324 @@ const MAX_INLINE_DEPTH: usize = 32;
 /// The most alternatives a product of two `anyOf`s may have.
 const MAX_PRODUCT: usize = 64;
 
-/// `m` with its `$ref` and `allOf` inlined and merged into one schema (which has neither at
-/// its top level).
-pub(super) fn flatten(l: &mut Lowerer<'_>, m: &Map<String, Value>, ptr: &str) -> Result<Value, SchemaError> {
-    let mut parts = Vec::new();
-    collect(l, &Value::Object(m.clone()), ptr, 0, &mut parts)?;
-    let mut acc = Value::Bool(true);
-    for p in parts {
-        acc = merge_flat(l, &acc, &p, ptr)?;
-    }
-    Ok(acc)
+/// What a merge reads and writes: the document (views, `$ref` targets) and the relaxations.
+pub(super) struct Merger<'m, 'a> {
+    pub(super) doc: &'m mut Document<'a>,
+    pub(super) report: &'m mut Relaxations,
 }
 
-/// Splits a schema into parts without `$ref`/`allOf` (inlining both).
-fn collect(l: &mut Lowerer<'_>, s: &Value, ptr: &str, depth: usize, out: &mut Vec<Value>) -> Result<(), SchemaError> {
-    if depth > MAX_INLINE_DEPTH {
-        return Err(Lowerer::invalid(ptr, "`$ref`/`allOf` chain too deep (a reference cycle through allOf?)"));
+impl<'a> Merger<'_, 'a> {
+    /// `k` with its `$ref` and `allOf` inlined and merged into one schema (which has neither
+    /// at its top level).
+    pub(super) fn flatten(&mut self, k: &Rc<Keywords<'a>>, ptr: &str) -> Result<Schema<'a>, SchemaError> {
+        let mut parts = Vec::new();
+        self.collect(&Schema::Object(Rc::clone(k)), ptr, 0, &mut parts)?;
+        self.merge_parts(parts, ptr)
     }
-    let m = match s {
-        Value::Bool(_) => {
-            out.push(s.clone());
-            return Ok(());
+
+    /// The intersection of two schemas, each possibly with `$ref`/`allOf`.
+    pub(super) fn merge_pair(&mut self, a: &Schema<'a>, b: &Schema<'a>, ptr: &str) -> Result<Schema<'a>, SchemaError> {
+        let mut parts = Vec::new();
+        self.collect(a, ptr, 0, &mut parts)?;
+        self.collect(b, ptr, 0, &mut parts)?;
+        self.merge_parts(parts, ptr)
+    }
+
+    fn merge_parts(&mut self, parts: Vec<Schema<'a>>, ptr: &str) -> Result<Schema<'a>, SchemaError> {
+        let mut acc = Schema::Bool(true);
+        for p in parts {
+            acc = self.merge_flat(&acc, &p, ptr)?;
         }
-        Value::Object(m) => m,
-        _ => return Err(Lowerer::invalid(ptr, "a schema must be an object or a boolean")),
-    };
-    let mut rest = m.clone();
-    let reference = rest.remove("$ref");
-    let all_of = rest.remove("allOf");
-    normalize(&mut rest);
-    out.push(Value::Object(rest));
-    if let Some(r) = reference {
-        let Some(r) = r.as_str() else { return Err(Lowerer::invalid(ptr, "`$ref` must be a string")) };
-        match l.resolve(r, ptr) {
-            Ok(target) => collect(l, target, ptr, depth + 1, out)?,
-            Err(e) => {
-                if !r.starts_with('#') && !r.is_empty() {
-                    l.relax("$ref", ptr, format!("external reference `{r}` is not resolved: any value"))?;
-                } else {
-                    return Err(e);
+        Ok(acc)
+    }
+
+    /// Splits a schema into parts without `$ref`/`allOf` (inlining both), normalized.
+    fn collect(
+        &mut self,
+        s: &Schema<'a>,
+        ptr: &str,
+        depth: usize,
+        out: &mut Vec<Schema<'a>>,
+    ) -> Result<(), SchemaError> {
+        if depth > MAX_INLINE_DEPTH {
+            return Err(Lowerer::invalid(ptr, "`$ref`/`allOf` chain too deep (a reference cycle through allOf?)"));
+        }
+        let k = match self.doc.view(s) {
+            View::Bool(_) => {
+                out.push(s.clone());
+                return Ok(());
+            }
+            View::Object(k) => k,
+            View::NotASchema => return Err(Lowerer::invalid(ptr, "a schema must be an object or a boolean")),
+        };
+        let mut rest = (*k).clone();
+        let reference = rest.reference.take();
+        rest.remove(Kw::Ref);
+        let all_of = rest.all_of.take();
+        rest.remove(Kw::AllOf);
+        rest.normalize();
+        out.push(Schema::object(rest));
+        if let Some(r) = reference {
+            let Field::Ok(r) = r else { return Err(Lowerer::invalid(ptr, "`$ref` must be a string")) };
+            match self.doc.resolve(r, ptr) {
+                Ok(target) => self.collect(&Schema::from_json(target), ptr, depth + 1, out)?,
+                Err(e) => {
+                    if !r.starts_with('#') && !r.is_empty() {
+                        self.report.relax(
+                            "$ref",
+                            ptr,
+                            format!("external reference `{r}` is not resolved: any value"),
+                        )?;
+                    } else {
+                        return Err(e);
+                    }
                 }
             }
         }
-    }
-    if let Some(all) = all_of {
-        let Some(all) = all.as_array() else { return Err(Lowerer::invalid(ptr, "`allOf` must be an array")) };
-        for (i, x) in all.iter().enumerate() {
-            collect(l, x, &format!("{ptr}/allOf/{i}"), depth + 1, out)?;
+        if let Some(all) = all_of {
+            let Field::Ok(all) = all else { return Err(Lowerer::invalid(ptr, "`allOf` must be an array")) };
+            for (i, x) in all.iter().enumerate() {
+                self.collect(x, &format!("{ptr}/allOf/{i}"), depth + 1, out)?;
+            }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-/// Rewrites older forms into the 2020-12 ones: draft-4 boolean `exclusiveMinimum`, array
-/// `items` (→ `prefixItems` + `items` from `additionalItems`), `dependencies`, `nullable`.
-pub(super) fn normalize(m: &mut Map<String, Value>) {
-    for (ex, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
-        if let Some(Value::Bool(b)) = m.get(ex) {
-            if *b {
-                if let Some(v) = m.remove(bound) {
-                    m.insert(ex.into(), v);
-                } else {
-                    m.remove(ex);
-                }
-            } else {
-                m.remove(ex);
-            }
-        }
-    }
-    if let Some(Value::Array(_)) = m.get("items") {
-        let items = m.remove("items").unwrap();
-        m.insert("prefixItems".into(), items);
-        if let Some(a) = m.remove("additionalItems") {
-            m.insert("items".into(), a);
-        }
-    } else if !m.contains_key("prefixItems") {
-        m.remove("additionalItems");
-    }
-    if let Some(Value::Object(deps)) = m.remove("dependencies") {
-        let mut req = Map::new();
-        let mut schemas = Map::new();
-        for (k, v) in deps {
-            if v.is_array() {
-                req.insert(k, v);
-            } else {
-                schemas.insert(k, v);
-            }
-        }
-        if !req.is_empty() {
-            m.entry("dependentRequired").or_insert(Value::Object(req));
-        }
-        if !schemas.is_empty() {
-            m.entry("dependentSchemas").or_insert(Value::Object(schemas));
-        }
-    }
-    if m.get("nullable") == Some(&Value::Bool(true)) {
-        match m.get_mut("type") {
-            Some(Value::String(t)) => {
-                let t = t.clone();
-                m.insert("type".into(), Value::Array(vec![Value::String(t), Value::String("null".into())]));
-            }
-            Some(Value::Array(ts)) if !ts.iter().any(|t| t == "null") => ts.push(Value::String("null".into())),
+    /// Merges two schemas that have no `$ref`/`allOf` at their top level.
+    fn merge_flat(&mut self, a: &Schema<'a>, b: &Schema<'a>, ptr: &str) -> Result<Schema<'a>, SchemaError> {
+        match (a, b) {
+            (Schema::Bool(true), x) | (x, Schema::Bool(true)) => return Ok(x.clone()),
+            (Schema::Bool(false), _) | (_, Schema::Bool(false)) => return Ok(Schema::Bool(false)),
             _ => {}
         }
-        m.remove("nullable");
-    }
-}
-
-/// The intersection of two schemas, each possibly with `$ref`/`allOf`.
-pub(super) fn merge_pair(l: &mut Lowerer<'_>, a: &Value, b: &Value, ptr: &str) -> Result<Value, SchemaError> {
-    let mut parts = Vec::new();
-    collect(l, a, ptr, 0, &mut parts)?;
-    collect(l, b, ptr, 0, &mut parts)?;
-    let mut acc = Value::Bool(true);
-    for p in parts {
-        acc = merge_flat(l, &acc, &p, ptr)?;
-    }
-    Ok(acc)
-}
-
-fn all_of(a: &Value, b: &Value) -> Value {
-    match (a, b) {
-        (Value::Bool(true), x) | (x, Value::Bool(true)) => x.clone(),
-        (Value::Bool(false), _) | (_, Value::Bool(false)) => Value::Bool(false),
-        _ if a == b => a.clone(),
-        _ => serde_json::json!({ "allOf": [a, b] }),
-    }
-}
-
-fn type_set(v: &Value) -> Vec<&'static str> {
-    let names: Vec<&str> = match v {
-        Value::String(s) => vec![s.as_str()],
-        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-        _ => vec![],
-    };
-    TYPES.iter().copied().filter(|t| names.contains(t)).collect()
-}
-
-/// Merges two schemas that have no `$ref`/`allOf` at their top level.
-fn merge_flat(l: &mut Lowerer<'_>, a: &Value, b: &Value, ptr: &str) -> Result<Value, SchemaError> {
-    let (a, b) = match (a, b) {
-        (Value::Bool(true), x) | (x, Value::Bool(true)) => return Ok(x.clone()),
-        (Value::Bool(false), _) | (_, Value::Bool(false)) => return Ok(Value::Bool(false)),
-        (Value::Object(a), Value::Object(b)) => (a, b),
-        _ => return Err(Lowerer::invalid(ptr, "a schema must be an object or a boolean")),
-    };
-    let mut out = a.clone();
-    for (k, bv) in b {
-        let Some(av) = a.get(k) else {
-            out.insert(k.clone(), bv.clone());
-            continue;
+        let (View::Object(a), View::Object(b)) = (self.doc.view(a), self.doc.view(b)) else {
+            return Err(Lowerer::invalid(ptr, "a schema must be an object or a boolean"));
         };
-        if av == bv {
-            continue;
+        let mut out = (*a).clone();
+        for e in b.entries() {
+            match e {
+                // An unknown keyword on both sides: the first value is kept.
+                Entry::Other(name, v) => out.insert_other(name, v),
+                Entry::Known(kw) if !a.has(*kw) => out.insert_from(&b, *kw),
+                Entry::Known(kw) if a.same_field(&b, *kw) => {}
+                Entry::Known(kw) => {
+                    if !self.merge_keyword(&mut out, &a, &b, *kw, ptr)? {
+                        return Ok(Schema::Bool(false));
+                    }
+                }
+            }
         }
-        let merged = match k.as_str() {
-            "type" => {
-                let (ta, tb) = (type_set(av), type_set(bv));
-                let mut t: Vec<Value> = Vec::new();
+        if a.has(Kw::Properties) || b.has(Kw::Properties) {
+            out.properties = Some(Field::Ok(self.merge_properties(&a, &b, ptr)?));
+            out.list(Kw::Properties);
+        }
+        Ok(Schema::object(out))
+    }
+
+    /// Sets `out`'s `kw` to the intersection of `a`'s and `b`'s (which both have, with
+    /// different values); `false` when no instance can satisfy both.
+    fn merge_keyword(
+        &mut self,
+        out: &mut Keywords<'a>,
+        a: &Keywords<'a>,
+        b: &Keywords<'a>,
+        kw: Kw,
+        ptr: &str,
+    ) -> Result<bool, SchemaError> {
+        let both = |f: for<'k> fn(&'k Keywords<'a>) -> &'k Option<Schema<'a>>| {
+            let (x, y) = (f(a).as_ref().expect("present"), f(b).as_ref().expect("present"));
+            Some(all_of(x, y))
+        };
+        match kw {
+            Kw::Type => {
+                let (ta, tb) = (type_set(a.types.as_ref()), type_set(b.types.as_ref()));
+                let mut t = Vec::new();
                 for x in TYPES {
                     let in_a = ta.contains(&x) || (x == "integer" && ta.contains(&"number"));
                     let in_b = tb.contains(&x) || (x == "integer" && tb.contains(&"number"));
                     if in_a && in_b && !(x == "integer" && ta.contains(&"number") && tb.contains(&"number")) {
-                        t.push(Value::String(x.into()));
+                        t.push(Field::Ok(x));
                     }
                 }
                 if t.is_empty() {
-                    return Ok(Value::Bool(false));
+                    return Ok(false);
                 }
-                Value::Array(t)
+                out.types = Some(Field::Ok(TypeNames::List(t)));
             }
-            "enum" => {
-                let (Some(ea), Some(eb)) = (av.as_array(), bv.as_array()) else { continue };
-                Value::Array(ea.iter().filter(|x| eb.iter().any(|y| json_equal(x, y))).cloned().collect())
-            }
-            "const" => {
-                if json_equal(av, bv) {
-                    av.clone()
-                } else {
-                    return Ok(Value::Bool(false));
+            Kw::Enum => {
+                if let (Some(Field::Ok(ea)), Some(Field::Ok(eb))) = (&a.enum_values, &b.enum_values) {
+                    let common = ea.iter().copied().filter(|x| eb.iter().any(|y| json_equal(x, y))).collect();
+                    out.enum_values = Some(Field::Ok(common));
                 }
             }
-            "minimum" | "exclusiveMinimum" | "minLength" | "minItems" | "minProperties" | "minContains" => {
-                if bv.as_f64() > av.as_f64() {
-                    bv.clone()
-                } else {
-                    av.clone()
+            Kw::Const => {
+                if !json_equal(a.const_value.expect("present"), b.const_value.expect("present")) {
+                    return Ok(false);
                 }
             }
-            "maximum" | "exclusiveMaximum" | "maxLength" | "maxItems" | "maxProperties" | "maxContains" => {
-                if bv.as_f64() < av.as_f64() {
-                    bv.clone()
-                } else {
-                    av.clone()
+            Kw::Minimum | Kw::ExclusiveMinimum | Kw::MinLength | Kw::MinItems | Kw::MinProperties | Kw::MinContains => {
+                let (x, y) = (num(a, kw), num(b, kw));
+                if y.and_then(Num::as_f64) > x.and_then(Num::as_f64) {
+                    *num_mut(out, kw) = y.cloned();
                 }
             }
-            "required" => {
-                let mut r: Vec<Value> = av.as_array().cloned().unwrap_or_default();
-                for x in bv.as_array().into_iter().flatten() {
+            Kw::Maximum | Kw::ExclusiveMaximum | Kw::MaxLength | Kw::MaxItems | Kw::MaxProperties | Kw::MaxContains => {
+                let (x, y) = (num(a, kw), num(b, kw));
+                if y.and_then(Num::as_f64) < x.and_then(Num::as_f64) {
+                    *num_mut(out, kw) = y.cloned();
+                }
+            }
+            Kw::Required => {
+                let mut r: Vec<&'a Value> = a.required.as_ref().and_then(Field::ok).cloned().unwrap_or_default();
+                for x in b.required.as_ref().and_then(Field::ok).into_iter().flatten() {
                     if !r.contains(x) {
-                        r.push(x.clone());
+                        r.push(x);
                     }
                 }
-                Value::Array(r)
+                out.required = Some(Field::Ok(r));
             }
-            "properties" => continue, // below, with additionalProperties
-            "patternProperties" | "dependentSchemas" => {
-                let mut r = av.as_object().cloned().unwrap_or_default();
-                for (pk, pv) in bv.as_object().into_iter().flatten() {
-                    let v = r.get(pk).map_or(pv.clone(), |x| all_of(x, pv));
-                    r.insert(pk.clone(), v);
-                }
-                Value::Object(r)
+            Kw::PatternProperties => {
+                out.pattern_properties =
+                    Some(Field::Ok(merge_schema_members(&a.pattern_properties, &b.pattern_properties)));
             }
-            "dependentRequired" => {
-                let mut r = av.as_object().cloned().unwrap_or_default();
-                for (pk, pv) in bv.as_object().into_iter().flatten() {
-                    let mut list = r.get(pk).and_then(Value::as_array).cloned().unwrap_or_default();
-                    for x in pv.as_array().into_iter().flatten() {
+            Kw::DependentSchemas => {
+                out.dependent_schemas =
+                    Some(Field::Ok(merge_schema_members(&a.dependent_schemas, &b.dependent_schemas)));
+            }
+            Kw::DependentRequired => {
+                let mut r = a.dependent_required.as_ref().and_then(Field::ok).cloned().unwrap_or_default();
+                for (key, dep) in b.dependent_required.as_ref().and_then(Field::ok).into_iter().flat_map(Members::iter)
+                {
+                    let mut list: Vec<&'a Value> =
+                        r.get(key).and_then(Dep::names).map(<[_]>::to_vec).unwrap_or_default();
+                    for x in dep.names().into_iter().flatten() {
                         if !list.contains(x) {
-                            list.push(x.clone());
+                            list.push(x);
                         }
                     }
-                    r.insert(pk.clone(), Value::Array(list));
+                    r.insert(key, Dep::Names(list));
                 }
-                Value::Object(r)
+                out.dependent_required = Some(Field::Ok(r));
             }
-            "additionalProperties" | "propertyNames" | "items" | "unevaluatedProperties" | "unevaluatedItems" => {
-                all_of(av, bv)
+            Kw::AdditionalProperties => out.additional_properties = both(|k| &k.additional_properties),
+            Kw::PropertyNames => out.property_names = both(|k| &k.property_names),
+            Kw::UnevaluatedProperties => out.unevaluated_properties = both(|k| &k.unevaluated_properties),
+            Kw::UnevaluatedItems => out.unevaluated_items = both(|k| &k.unevaluated_items),
+            Kw::Items => {
+                let (x, y) = (a.items_schema().expect("present"), b.items_schema().expect("present"));
+                out.items = Some(match all_of(&x, &y) {
+                    Schema::Json(v) if v.is_array() => Items::Tuple(v),
+                    s => Items::Each(s),
+                });
             }
-            "prefixItems" => {
-                let (pa, pb) = (av.as_array().cloned().unwrap_or_default(), bv.as_array().cloned().unwrap_or_default());
-                let rest_a = a.get("items").cloned().unwrap_or(Value::Bool(true));
-                let rest_b = b.get("items").cloned().unwrap_or(Value::Bool(true));
+            Kw::PrefixItems => {
+                let empty = Vec::new();
+                let pa = a.prefix_items.as_ref().and_then(Field::ok).unwrap_or(&empty);
+                let pb = b.prefix_items.as_ref().and_then(Field::ok).unwrap_or(&empty);
+                let rest_a = a.items_schema().unwrap_or(Schema::Bool(true));
+                let rest_b = b.items_schema().unwrap_or(Schema::Bool(true));
                 let n = pa.len().max(pb.len());
-                Value::Array(
-                    (0..n).map(|i| all_of(pa.get(i).unwrap_or(&rest_a), pb.get(i).unwrap_or(&rest_b))).collect(),
-                )
+                let merged = (0..n).map(|i| all_of(pa.get(i).unwrap_or(&rest_a), pb.get(i).unwrap_or(&rest_b)));
+                out.prefix_items = Some(Field::Ok(merged.collect()));
             }
-            "uniqueItems" => Value::Bool(av == &Value::Bool(true) || bv == &Value::Bool(true)),
-            "not" => serde_json::json!({ "anyOf": [av, bv] }),
-            "multipleOf" => match (av.as_u64(), bv.as_u64()) {
-                (Some(x), Some(y)) if x > 0 && y > 0 => Value::from(lcm(x, y)),
-                _ => {
-                    let (x, y) = (av.as_f64().unwrap_or(1.0), bv.as_f64().unwrap_or(1.0));
-                    if (y / x).fract() == 0.0 {
-                        bv.clone()
-                    } else if (x / y).fract() == 0.0 {
-                        av.clone()
-                    } else {
-                        l.relax("multipleOf", ptr, "two multipleOf in allOf: only the first is enforced")?;
-                        av.clone()
+            Kw::UniqueItems => {
+                let unique = |k: &Keywords<'_>| matches!(k.unique_items, Some(Field::Ok(true)));
+                out.unique_items = Some(Field::Ok(unique(a) || unique(b)));
+            }
+            Kw::Not => {
+                let (x, y) = (a.not.clone().expect("present"), b.not.clone().expect("present"));
+                out.not = Some(Schema::object(Keywords::any_of_pair(x, y)));
+            }
+            Kw::MultipleOf => {
+                let (x, y) = (a.multiple_of.as_ref().expect("present"), b.multiple_of.as_ref().expect("present"));
+                match (x.as_u64(), y.as_u64()) {
+                    (Some(p), Some(q)) if p > 0 && q > 0 => {
+                        out.multiple_of = Some(Field::Ok(Cow::Owned(Number::from(lcm(p, q)))));
                     }
-                }
-            },
-            "anyOf" | "oneOf" => {
-                let (xa, xb) = (av.as_array().cloned().unwrap_or_default(), bv.as_array().cloned().unwrap_or_default());
-                if xa.len() * xb.len() <= MAX_PRODUCT {
-                    let mut prod = Vec::new();
-                    for x in &xa {
-                        for y in &xb {
-                            prod.push(all_of(x, y));
+                    _ => {
+                        let (p, q) = (x.as_f64().unwrap_or(1.0), y.as_f64().unwrap_or(1.0));
+                        if (q / p).fract() == 0.0 {
+                            out.multiple_of = Some(y.clone());
+                        } else if (p / q).fract() != 0.0 {
+                            self.report.relax(
+                                "multipleOf",
+                                ptr,
+                                "two multipleOf in allOf: only the first is enforced",
+                            )?;
                         }
                     }
-                    if k == "oneOf" {
-                        l.relax("oneOf", ptr, "two oneOf in allOf: enforced as anyOf of their combinations")?;
-                    }
-                    Value::Array(prod)
-                } else {
-                    l.relax(
-                        k,
-                        ptr,
-                        format!("two {k} in allOf with too many combinations: only the first is enforced"),
-                    )?;
-                    av.clone()
                 }
             }
-            "pattern" | "format" | "contains" | "if" | "then" | "else" => {
-                l.relax(k, ptr, format!("two different `{k}` in allOf: only the first is enforced"))?;
-                av.clone()
+            Kw::AnyOf | Kw::OneOf => {
+                let name = kw.name();
+                let branches = |k: &Keywords<'a>| {
+                    let f = if kw == Kw::AnyOf { &k.any_of } else { &k.one_of };
+                    f.as_ref().and_then(Field::ok).cloned().unwrap_or_default()
+                };
+                let (xa, xb) = (branches(a), branches(b));
+                if xa.len() * xb.len() <= MAX_PRODUCT {
+                    let prod = xa.iter().flat_map(|x| xb.iter().map(move |y| all_of(x, y))).collect();
+                    if kw == Kw::OneOf {
+                        self.report.relax(
+                            "oneOf",
+                            ptr,
+                            "two oneOf in allOf: enforced as anyOf of their combinations",
+                        )?;
+                        out.one_of = Some(Field::Ok(prod));
+                    } else {
+                        out.any_of = Some(Field::Ok(prod));
+                    }
+                } else {
+                    self.report.relax(
+                        name,
+                        ptr,
+                        format!("two {name} in allOf with too many combinations: only the first is enforced"),
+                    )?;
+                }
             }
-            _ => av.clone(),
-        };
-        out.insert(k.clone(), merged);
+            Kw::Pattern | Kw::Format | Kw::Contains | Kw::If | Kw::Then | Kw::Else => {
+                let name = kw.name();
+                self.report.relax(name, ptr, format!("two different `{name}` in allOf: only the first is enforced"))?;
+            }
+            // Merged below (`properties`), or the first is kept.
+            Kw::Properties | Kw::Ref | Kw::AllOf | Kw::Nullable | Kw::AdditionalItems | Kw::Dependencies => {}
+        }
+        Ok(true)
     }
-    // Properties: common ones intersect; one side's additionalProperties (and
-    // patternProperties) applies to the properties only the other side declares.
-    if a.contains_key("properties") || b.contains_key("properties") {
-        let empty = Map::new();
-        let pa = a.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let pb = b.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let mut props = Map::new();
-        for (k, v) in pa {
+
+    /// Properties: common ones intersect; one side's additionalProperties (and
+    /// patternProperties) applies to the properties only the other side declares.
+    fn merge_properties(
+        &mut self,
+        a: &Keywords<'a>,
+        b: &Keywords<'a>,
+        ptr: &str,
+    ) -> Result<Members<'a, Schema<'a>>, SchemaError> {
+        let empty = Members::default();
+        let pa = a.properties.as_ref().and_then(Field::ok).unwrap_or(&empty);
+        let pb = b.properties.as_ref().and_then(Field::ok).unwrap_or(&empty);
+        let mut props = Vec::with_capacity(pa.len() + pb.len());
+        for (k, v) in pa.iter() {
             let v = match pb.get(k) {
                 Some(w) => all_of(v, w),
-                None => all_of(v, &others_schema(l, b, k, ptr)?),
+                None => all_of(v, &self.others_schema(b, k, ptr)?),
             };
-            props.insert(k.clone(), v);
+            props.push((k, v));
         }
-        for (k, v) in pb {
+        for (k, v) in pb.iter() {
             if !pa.contains_key(k) {
-                props.insert(k.clone(), all_of(v, &others_schema(l, a, k, ptr)?));
+                props.push((k, all_of(v, &self.others_schema(a, k, ptr)?)));
             }
         }
-        out.insert("properties".into(), Value::Object(props));
+        Ok(Members(props))
     }
-    Ok(Value::Object(out))
-}
 
-/// The schema `side` applies to a property `key` it does not declare: its matching
-/// `patternProperties`, else its `additionalProperties`.
-fn others_schema(l: &mut Lowerer<'_>, side: &Map<String, Value>, key: &str, ptr: &str) -> Result<Value, SchemaError> {
-    let mut acc = Value::Bool(true);
-    let mut matched = false;
-    if let Some(pp) = side.get("patternProperties").and_then(Value::as_object) {
-        for (pat, s) in pp {
+    /// The schema `side` applies to a property `key` it does not declare: its matching
+    /// `patternProperties`, else its `additionalProperties`.
+    fn others_schema(&mut self, side: &Keywords<'a>, key: &str, ptr: &str) -> Result<Schema<'a>, SchemaError> {
+        let mut acc = Schema::Bool(true);
+        let mut matched = false;
+        for (pat, s) in side.pattern_properties.as_ref().and_then(Field::ok).into_iter().flat_map(Members::iter) {
             match Regex::parse(pat) {
                 Ok(r) => {
                     if r.is_match(key, Anchoring::Search) {
@@ -370,18 +354,152 @@ fn others_schema(l: &mut Lowerer<'_>, side: &Map<String, Value>, key: &str, ptr:
                         acc = all_of(&acc, s);
                     }
                 }
-                Err(_) => {
-                    l.relax("patternProperties", ptr, format!("pattern `{pat}` cannot be checked when merging"))?
+                Err(_) => self.report.relax(
+                    "patternProperties",
+                    ptr,
+                    format!("pattern `{pat}` cannot be checked when merging"),
+                )?,
+            }
+        }
+        if !matched {
+            if let Some(ap) = &side.additional_properties {
+                acc = all_of(&acc, ap);
+            }
+        }
+        Ok(acc)
+    }
+
+    /// Whether no instance can match two of `branches` (so `oneOf` is `anyOf`).
+    pub(super) fn provably_disjoint(&mut self, branches: &[Schema<'a>], ptr: &str) -> bool {
+        let flat: Vec<Schema<'a>> = branches
+            .iter()
+            .map(|b| match self.doc.view(b) {
+                View::Object(k) => self.flatten(&k, ptr).unwrap_or(Schema::Bool(true)),
+                _ => b.clone(),
+            })
+            .collect();
+        let is_false: Vec<bool> = flat.iter().map(|s| matches!(s, Schema::Bool(false))).collect();
+        let flat: Vec<Option<Rc<Keywords<'a>>>> = flat.iter().map(|s| self.object_of(s)).collect();
+        let n = flat.len();
+        let pairs = || (0..n).flat_map(move |i| (i + 1..n).map(move |j| (i, j)));
+        // Different types (integer counts as number).
+        if pairs().all(|(i, j)| match (admitted_types(flat[i].as_deref()), admitted_types(flat[j].as_deref())) {
+            (Some(x), Some(y)) => !x.iter().any(|t| y.contains(t)),
+            _ => false,
+        }) {
+            return true;
+        }
+        // Disjoint constants.
+        if pairs().all(|(i, j)| match (constants(flat[i].as_deref()), constants(flat[j].as_deref())) {
+            (Some(x), Some(y)) => !x.iter().any(|v| y.iter().any(|w| json_equal(v, w))),
+            _ => is_false[i] || is_false[j],
+        }) {
+            return true;
+        }
+        // Objects with a common required property whose constants differ (a discriminator).
+        pairs().collect::<Vec<_>>().into_iter().all(|(i, j)| self.discriminated(flat[i].as_deref(), flat[j].as_deref()))
+    }
+
+    fn object_of(&mut self, s: &Schema<'a>) -> Option<Rc<Keywords<'a>>> {
+        match self.doc.view(s) {
+            View::Object(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Whether `a` and `b` are objects with a common required property whose constants
+    /// differ.
+    fn discriminated(&mut self, a: Option<&Keywords<'a>>, b: Option<&Keywords<'a>>) -> bool {
+        let is_object = |s: Option<&Keywords<'a>>| admitted_types(s).is_some_and(|t| t == ["object"]);
+        let (Some(a), Some(b)) = (a, b) else { return false };
+        if !is_object(Some(a)) || !is_object(Some(b)) {
+            return false;
+        }
+        let (ra, rb) = (required_names(a), required_names(b));
+        for k in ra.iter().filter(|k| rb.contains(k)) {
+            let ca = self.property_constants(a, k);
+            let cb = self.property_constants(b, k);
+            if let (Some(x), Some(y)) = (ca, cb) {
+                if !x.iter().any(|v| y.iter().any(|w| json_equal(v, w))) {
+                    return true;
                 }
             }
         }
+        false
     }
-    if !matched {
-        if let Some(ap) = side.get("additionalProperties") {
-            acc = all_of(&acc, ap);
-        }
+
+    /// The constants the property `key` of `k` is limited to, when its schema says.
+    fn property_constants(&mut self, k: &Keywords<'a>, key: &str) -> Option<Vec<&'a Value>> {
+        let s = k.properties.as_ref()?.ok()?.get(key)?.clone();
+        let p = self.object_of(&s)?;
+        constants(Some(&p))
     }
-    Ok(acc)
+}
+
+/// `{"allOf": [a, b]}`, or one of them when that says the same.
+fn all_of<'a>(a: &Schema<'a>, b: &Schema<'a>) -> Schema<'a> {
+    match (a, b) {
+        (Schema::Bool(true), x) | (x, Schema::Bool(true)) => x.clone(),
+        (Schema::Bool(false), _) | (_, Schema::Bool(false)) => Schema::Bool(false),
+        _ if a == b => a.clone(),
+        _ => Schema::object(Keywords::all_of_pair(a.clone(), b.clone())),
+    }
+}
+
+/// Members of `a` and `b` (`patternProperties`, `dependentSchemas`) with common keys
+/// intersected.
+fn merge_schema_members<'a>(
+    a: &Option<Field<'a, Members<'a, Schema<'a>>>>,
+    b: &Option<Field<'a, Members<'a, Schema<'a>>>>,
+) -> Members<'a, Schema<'a>> {
+    let mut r = a.as_ref().and_then(Field::ok).cloned().unwrap_or_default();
+    for (key, s) in b.as_ref().and_then(Field::ok).into_iter().flat_map(Members::iter) {
+        let v = r.get(key).map_or_else(|| s.clone(), |x| all_of(x, s));
+        r.insert(key, v);
+    }
+    r
+}
+
+/// The numeric keyword `kw` of `k`.
+fn num<'k, 'a>(k: &'k Keywords<'a>, kw: Kw) -> Option<&'k Num<'a>> {
+    match kw {
+        Kw::Minimum => k.minimum.as_ref(),
+        Kw::ExclusiveMinimum => k.exclusive_minimum.as_ref(),
+        Kw::MinLength => k.min_length.as_ref(),
+        Kw::MinItems => k.min_items.as_ref(),
+        Kw::MinProperties => k.min_properties.as_ref(),
+        Kw::MinContains => k.min_contains.as_ref(),
+        Kw::Maximum => k.maximum.as_ref(),
+        Kw::ExclusiveMaximum => k.exclusive_maximum.as_ref(),
+        Kw::MaxLength => k.max_length.as_ref(),
+        Kw::MaxItems => k.max_items.as_ref(),
+        Kw::MaxProperties => k.max_properties.as_ref(),
+        Kw::MaxContains => k.max_contains.as_ref(),
+        _ => None,
+    }
+}
+
+fn num_mut<'k, 'a>(k: &'k mut Keywords<'a>, kw: Kw) -> &'k mut Option<Num<'a>> {
+    match kw {
+        Kw::Minimum => &mut k.minimum,
+        Kw::ExclusiveMinimum => &mut k.exclusive_minimum,
+        Kw::MinLength => &mut k.min_length,
+        Kw::MinItems => &mut k.min_items,
+        Kw::MinProperties => &mut k.min_properties,
+        Kw::MinContains => &mut k.min_contains,
+        Kw::Maximum => &mut k.maximum,
+        Kw::ExclusiveMaximum => &mut k.exclusive_maximum,
+        Kw::MaxLength => &mut k.max_length,
+        Kw::MaxItems => &mut k.max_items,
+        Kw::MaxProperties => &mut k.max_properties,
+        _ => &mut k.max_contains,
+    }
+}
+
+/// The known JSON types `type` names.
+fn type_set(types: Option<&Field<'_, TypeNames<'_>>>) -> Vec<&'static str> {
+    let names: Vec<&str> = types.and_then(Field::ok).map(|t| t.names().collect()).unwrap_or_default();
+    TYPES.iter().copied().filter(|t| names.contains(t)).collect()
 }
 
 fn lcm(a: u64, b: u64) -> u64 {
@@ -396,18 +514,18 @@ fn lcm(a: u64, b: u64) -> u64 {
 }
 
 /// The JSON types a (flattened) schema admits, when it says.
-fn admitted_types(s: &Value) -> Option<Vec<&'static str>> {
-    let m = s.as_object()?;
-    if let Some(c) = m.get("const") {
+fn admitted_types(k: Option<&Keywords<'_>>) -> Option<Vec<&'static str>> {
+    let k = k?;
+    if let Some(c) = k.const_value {
         return Some(vec![value_type(c)]);
     }
-    if let Some(Value::Array(e)) = m.get("enum") {
-        let mut t: Vec<&'static str> = e.iter().map(value_type).collect();
+    if let Some(Field::Ok(e)) = &k.enum_values {
+        let mut t: Vec<&'static str> = e.iter().copied().map(value_type).collect();
         t.sort_unstable();
         t.dedup();
         return Some(t);
     }
-    let t = type_set(m.get("type")?);
+    let t = type_set(Some(k.types.as_ref()?));
     Some(if t.contains(&"number") { t.into_iter().chain(["integer"]).collect() } else { t })
 }
 
@@ -424,61 +542,15 @@ fn value_type(v: &Value) -> &'static str {
 }
 
 /// The constant values a schema allows, when it is an `enum`/`const`.
-fn constants(s: &Value) -> Option<Vec<Value>> {
-    let m = s.as_object()?;
-    if let Some(c) = m.get("const") {
-        return Some(vec![c.clone()]);
+fn constants<'a>(k: Option<&Keywords<'a>>) -> Option<Vec<&'a Value>> {
+    let k = k?;
+    if let Some(c) = k.const_value {
+        return Some(vec![c]);
     }
-    m.get("enum")?.as_array().cloned()
+    k.enum_values.as_ref()?.ok().cloned()
 }
 
-/// Whether no instance can match two of `branches` (so `oneOf` is `anyOf`).
-pub(super) fn provably_disjoint(l: &mut Lowerer<'_>, branches: &[Value], ptr: &str) -> bool {
-    let flat: Vec<Value> = branches
-        .iter()
-        .map(|b| match b {
-            Value::Object(m) => flatten(l, m, ptr).unwrap_or(Value::Bool(true)),
-            b => b.clone(),
-        })
-        .collect();
-    let pairwise = |f: &dyn Fn(&Value, &Value) -> bool| {
-        (0..flat.len()).all(|i| (i + 1..flat.len()).all(|j| f(&flat[i], &flat[j])))
-    };
-    // Different types (integer counts as number).
-    if pairwise(&|a, b| match (admitted_types(a), admitted_types(b)) {
-        (Some(x), Some(y)) => !x.iter().any(|t| y.contains(t)),
-        _ => false,
-    }) {
-        return true;
-    }
-    // Disjoint constants.
-    if pairwise(&|a, b| match (constants(a), constants(b)) {
-        (Some(x), Some(y)) => !x.iter().any(|v| y.iter().any(|w| json_equal(v, w))),
-        _ => matches!(a, Value::Bool(false)) || matches!(b, Value::Bool(false)),
-    }) {
-        return true;
-    }
-    // Objects with a common required property whose constants differ (a discriminator).
-    let discriminated = |a: &Value, b: &Value| -> bool {
-        let req = |s: &Value| -> Vec<String> {
-            s.get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect())
-                .unwrap_or_default()
-        };
-        let is_object = |s: &Value| admitted_types(s).is_some_and(|t| t == ["object"]);
-        if !is_object(a) || !is_object(b) {
-            return false;
-        }
-        let (ra, rb) = (req(a), req(b));
-        ra.iter().filter(|k| rb.contains(k)).any(|k| {
-            let ca = a.get("properties").and_then(|p| p.get(k)).and_then(constants);
-            let cb = b.get("properties").and_then(|p| p.get(k)).and_then(constants);
-            match (ca, cb) {
-                (Some(x), Some(y)) => !x.iter().any(|v| y.iter().any(|w| json_equal(v, w))),
-                _ => false,
-            }
-        })
-    };
-    pairwise(&discriminated)
+/// The names in `required` that are strings.
+fn required_names<'a>(k: &Keywords<'a>) -> Vec<&'a str> {
+    k.required.as_ref().and_then(Field::ok).map(|r| r.iter().filter_map(|x| x.as_str()).collect()).unwrap_or_default()
 }

@@ -11,7 +11,10 @@
 //! `x-...` keys, unknown keys) are ignored silently, as are formats the specification does not
 //! define (they are annotations too).
 //!
-//! One file per keyword family:
+//! The schema is parsed once into a typed model (`model/`: a struct of typed keyword
+//! fields per schema object, parsed when a pass first visits it, borrowing from the
+//! `Value`), which the passes below read; a keyword's type is declared in one table
+//! (`model/keywords.rs`). One file per keyword family:
 //!
 //! * `lower.rs`: the driver — `true`/`false`/`{}`, `type` (single and arrays), `nullable`,
 //!   `$ref` (any JSON pointer into the document, recursion through grammar rules, siblings of
@@ -35,7 +38,8 @@
 //! * `number.rs`: `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum` enforced exactly
 //!   by digit-level grammars for integers of any size and for decimals, `multipleOf` for
 //!   integers (and powers of ten for decimals);
-//! * `value.rs`: a JSON value as an expression (for `enum`/`const`) and "any JSON value".
+//! * `value.rs`: a JSON value as an expression (for `enum`/`const`) and "any JSON value";
+//! * `relax.rs`: the relaxations met (deduplicated), or the error with `strict_keywords`.
 //!
 //! # Policies
 //!
@@ -75,10 +79,12 @@ mod fragment;
 mod length;
 mod lower;
 mod merge;
+mod model;
 mod negation;
 mod number;
 mod object;
 mod object_count;
+mod relax;
 mod string;
 mod unique;
 mod validate;

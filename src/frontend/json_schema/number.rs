@@ -10,9 +10,10 @@
 //! `number` uses plain notation, except for the exponent forms whose value is surely in range
 //! (`1e-05` when the range covers `(0, 1)`, `1e+20` when it is unbounded above).
 
-use serde_json::{Map, Value};
+use serde_json::Number;
 
 use super::lower::{choice, never, Lowerer};
+use super::model::{Keywords, Num};
 use super::SchemaError;
 use crate::grammar::Expr;
 
@@ -101,8 +102,7 @@ pub(super) struct Dec {
 }
 
 impl Dec {
-    pub(super) fn parse(v: &Value) -> Option<Dec> {
-        let n = v.as_number()?;
+    pub(super) fn parse(n: &Number) -> Option<Dec> {
         let text = if let Some(i) = n.as_i64() {
             i.to_string()
         } else if let Some(u) = n.as_u64() {
@@ -621,23 +621,25 @@ fn enumerate_multiples(lo: &Dec, hi: &Dec, k: u64) -> Option<Expr> {
 
 impl Lowerer<'_> {
     /// `number` (or `integer` when `integer`).
-    pub(super) fn number(&mut self, m: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, SchemaError> {
-        self.number_between(m, ptr, integer, (None, None))
+    pub(super) fn number(&mut self, k: &Keywords<'_>, ptr: &str, integer: bool) -> Result<Expr, SchemaError> {
+        self.number_between(k, ptr, integer, (None, None))
     }
 
     /// A number schema further restricted to the open interval `(after, before)` (either end
     /// may be absent): how `not: {enum: [numbers]}` splits the number line around its values.
     pub(super) fn number_between(
         &mut self,
-        m: &Map<String, Value>,
+        k: &Keywords<'_>,
         ptr: &str,
         integer: bool,
-        (after, before): (Option<&Value>, Option<&Value>),
+        (after, before): (Option<&Number>, Option<&Number>),
     ) -> Result<Expr, SchemaError> {
         let mut lo: Option<(Dec, bool)> = None;
         let mut hi: Option<(Dec, bool)> = None;
-        let mut bound = |key: &str, v: &Value, lower: bool, excl: bool| -> Result<(), SchemaError> {
-            let Some(d) = Dec::parse(v) else { return Err(Lowerer::invalid(ptr, format!("`{key}` must be a number"))) };
+        let mut bound = |key: &str, v: Option<&Number>, lower: bool, excl: bool| -> Result<(), SchemaError> {
+            let Some(d) = v.and_then(Dec::parse) else {
+                return Err(Lowerer::invalid(ptr, format!("`{key}` must be a number")));
+            };
             let slot = if lower { &mut lo } else { &mut hi };
             let tighter = match slot {
                 None => true,
@@ -655,37 +657,39 @@ impl Lowerer<'_> {
             }
             Ok(())
         };
-        for (key, lower, excl) in [
-            ("minimum", true, false),
-            ("maximum", false, false),
-            ("exclusiveMinimum", true, true),
-            ("exclusiveMaximum", false, true),
+        for (key, v, lower, excl) in [
+            ("minimum", &k.minimum, true, false),
+            ("maximum", &k.maximum, false, false),
+            ("exclusiveMinimum", &k.exclusive_minimum, true, true),
+            ("exclusiveMaximum", &k.exclusive_maximum, false, true),
         ] {
-            match m.get(key) {
-                None | Some(Value::Bool(_)) => {}
-                Some(v) => bound(key, v, lower, excl)?,
+            match v {
+                // A draft-4 flag (below).
+                Some(v) if v.flag().is_some() => {}
+                Some(v) => bound(key, v.number(), lower, excl)?,
+                None => {}
             }
         }
         if let Some(v) = after {
-            bound("not", v, true, true)?;
+            bound("not", Some(v), true, true)?;
         }
         if let Some(v) = before {
-            bound("not", v, false, true)?;
+            bound("not", Some(v), false, true)?;
         }
         // Draft 4: boolean exclusive flags modify minimum/maximum.
-        if m.get("exclusiveMinimum") == Some(&Value::Bool(true)) {
+        if k.exclusive_minimum.as_ref().and_then(Num::flag) == Some(true) {
             if let Some((_, ex)) = lo.as_mut() {
                 *ex = true;
             }
         }
-        if m.get("exclusiveMaximum") == Some(&Value::Bool(true)) {
+        if k.exclusive_maximum.as_ref().and_then(Num::flag) == Some(true) {
             if let Some((_, ex)) = hi.as_mut() {
                 *ex = true;
             }
         }
-        let multiple = match m.get("multipleOf") {
+        let multiple = match &k.multiple_of {
             None => None,
-            Some(v) => match Dec::parse(v) {
+            Some(v) => match v.number().and_then(Dec::parse) {
                 Some(d) if !d.neg && d != Dec::from_text("0").unwrap() => Some(d),
                 _ => return Err(Lowerer::invalid(ptr, "`multipleOf` must be a positive number")),
             },

@@ -14,20 +14,17 @@
 //! When optional or additional members let the member count cross `minProperties` or
 //! `maxProperties`, the member automaton is multiplied by a counter (`object_count.rs`).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::counter::Counter;
 use super::lower::{choice, is_never, never, seq, Lowerer};
+use super::model::{Field, Keywords, Members, Num, Schema};
 use super::string::{content_not_in, literal_string};
 use super::validate::{validate, Verdict};
 use super::{PropertyOrder, SchemaError};
 use crate::frontend::regex::{Anchoring, Regex};
 use crate::grammar::Expr;
 use crate::util::hash::FastMap;
-
-/// The schemas `true` and `false`, to borrow where a property has no schema of its own.
-static ANY: Value = Value::Bool(true);
-static NOTHING: Value = Value::Bool(false);
 
 /// A declared property as a member (`"key": value`), and whether it is required.
 pub(super) struct Prop {
@@ -41,132 +38,196 @@ enum Node {
     After(usize),
 }
 
-impl Lowerer<'_> {
-    /// The body of an `object` schema's rule.
+/// The declared members in order (key and member), and the keys that may not appear.
+type Declared<'a> = (Vec<(&'a str, Prop)>, Vec<&'a str>);
+
+/// The keywords of an object schema that decide its members, read once.
+struct MemberKeywords<'k, 'a> {
+    props: &'k Members<'a, Schema<'a>>,
+    /// `required`, with the dependencies of required properties.
+    required: Vec<&'a str>,
+    /// The schema of keys neither declared nor matched by a pattern.
+    additional: Schema<'a>,
+    /// `patternProperties`, each pattern parsed (`None`: it does not parse).
+    patterns: Vec<(&'a str, &'k Schema<'a>, Option<Regex>)>,
+    /// `propertyNames`.
+    names: Option<&'k Schema<'a>>,
+}
+
+impl<'a> Lowerer<'a> {
+    /// The body of an `object` schema's rule (`forbidden`: keys that may not appear).
     pub(super) fn object(
         &mut self,
-        m: &Map<String, Value>,
+        k: &Keywords<'a>,
         ptr: &str,
         level: u32,
-        forbidden: &[String],
+        forbidden: &[&'a str],
     ) -> Result<Expr, SchemaError> {
-        let empty = Map::new();
-        let props = match m.get("properties") {
+        let empty = Members::default();
+        let props = match &k.properties {
             None => &empty,
-            Some(Value::Object(p)) => p,
-            Some(_) => return Err(Lowerer::invalid(ptr, "`properties` must be an object")),
+            Some(Field::Ok(p)) => p,
+            Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`properties` must be an object")),
         };
-        let mut required: Vec<String> = match m.get("required") {
+        let Some(required) = self.required_names(k, ptr, forbidden)? else { return Ok(never()) };
+        // Sub-schemas are shared, never copied: a copy at every level of a nested schema
+        // cost its size times its depth.
+        let additional = k
+            .additional_properties
+            .as_ref()
+            .or(k.unevaluated_properties.as_ref())
+            .cloned()
+            .unwrap_or(Schema::Bool(!self.opts.strict_mode));
+        let patterns = match &k.pattern_properties {
+            Some(Field::Ok(pp)) => pp.iter().map(|(pat, s)| (pat, s, Regex::parse(pat).ok())).collect(),
+            _ => Vec::new(),
+        };
+        let m = MemberKeywords { props, required, additional, patterns, names: k.property_names.as_ref() };
+        let Some((list, excluded)) = self.declared_members(&m, ptr, level, forbidden)? else { return Ok(never()) };
+        let additional = self.additional_members(&m, &list, &excluded, ptr, level)?;
+        let props: Vec<Prop> = list.into_iter().map(|(_, p)| p).collect();
+        self.members_counted(k, props, additional, ptr, level)
+    }
+
+    /// `required` and, transitively, the dependencies (`dependentRequired`) of required
+    /// properties; `None` when a required property is `forbidden`. Other dependencies, and
+    /// `dependentSchemas`, are reported.
+    fn required_names(
+        &mut self,
+        k: &Keywords<'a>,
+        ptr: &str,
+        forbidden: &[&'a str],
+    ) -> Result<Option<Vec<&'a str>>, SchemaError> {
+        let mut required: Vec<&'a str> = match &k.required {
             None => Vec::new(),
-            Some(Value::Array(r)) => r.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
-            Some(_) => return Err(Lowerer::invalid(ptr, "`required` must be an array")),
+            Some(Field::Ok(r)) => r.iter().filter_map(|x| x.as_str()).collect(),
+            Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`required` must be an array")),
         };
         if required.iter().any(|r| forbidden.contains(r)) {
-            return Ok(never());
+            return Ok(None);
         }
-        // Dependencies of required properties are required too; other dependencies are
-        // reported.
-        if let Some(Value::Object(deps)) = m.get("dependentRequired") {
+        if let Some(Field::Ok(deps)) = &k.dependent_required {
             let mut changed = true;
             while changed {
                 changed = false;
-                for (k, v) in deps {
-                    if required.contains(k) {
-                        for d in v.as_array().into_iter().flatten().filter_map(Value::as_str) {
-                            if !required.iter().any(|r| r == d) {
-                                required.push(d.to_string());
+                for (key, dep) in deps.iter() {
+                    if required.contains(&key) {
+                        for d in dep.names().into_iter().flatten().filter_map(|d| d.as_str()) {
+                            if !required.contains(&d) {
+                                required.push(d);
                                 changed = true;
                             }
                         }
                     }
                 }
             }
-            if deps.keys().any(|k| !required.contains(k)) {
+            if deps.keys().any(|key| !required.contains(&key)) {
                 self.relax("dependentRequired", ptr, "dependencies of optional properties are not enforced")?;
             }
         }
-        if let Some(Value::Object(deps)) = m.get("dependentSchemas") {
+        if let Some(Field::Ok(deps)) = &k.dependent_schemas {
             if !deps.is_empty() {
                 self.relax("dependentSchemas", ptr, "dependent schemas are not enforced")?;
             }
         }
-        let strict_default = if self.opts.strict_mode { Value::Bool(false) } else { Value::Bool(true) };
-        // Sub-schemas are borrowed, never copied: a copy at every level of a nested schema
-        // cost its size times its depth.
-        let additional_schema: &Value =
-            m.get("additionalProperties").or_else(|| m.get("unevaluatedProperties")).unwrap_or(&strict_default);
-        let patterns: Vec<(&String, &Value, Option<Regex>)> = match m.get("patternProperties") {
-            Some(Value::Object(pp)) => pp.iter().map(|(k, v)| (k, v, Regex::parse(k).ok())).collect(),
-            _ => Vec::new(),
-        };
-        let names_schema = m.get("propertyNames");
+        Ok(Some(required))
+    }
 
-        // Declared properties (and required ones that are not declared), in order.
-        let mut declared: Vec<(String, &Value, String)> =
-            props.iter().map(|(k, v)| (k.clone(), v, Lowerer::child(ptr, "properties", k))).collect();
-        for r in &required {
-            if !props.contains_key(r) {
-                declared.push((r.clone(), &ANY, ptr.to_string()));
+    /// The declared properties (and the required ones that are not declared) as members, in
+    /// order, with the keys that may not appear (`forbidden` ones, and those whose schema is
+    /// unsatisfiable); `None` when a required property cannot appear.
+    fn declared_members(
+        &mut self,
+        m: &MemberKeywords<'_, 'a>,
+        ptr: &str,
+        level: u32,
+        forbidden: &[&'a str],
+    ) -> Result<Option<Declared<'a>>, SchemaError> {
+        let mut declared: Vec<(&'a str, Schema<'a>, String)> =
+            m.props.iter().map(|(key, s)| (key, s.clone(), Lowerer::child(ptr, "properties", key))).collect();
+        for &r in &m.required {
+            if !m.props.contains_key(r) {
+                declared.push((r, Schema::Bool(true), ptr.to_string()));
             }
         }
-        let mut list: Vec<(String, Prop)> = Vec::new();
-        // Keys that may not appear at all (their schema is unsatisfiable).
-        let mut excluded: Vec<String> = forbidden.to_vec();
+        let mut list: Vec<(&'a str, Prop)> = Vec::new();
+        let mut excluded: Vec<&'a str> = forbidden.to_vec();
         for (key, schema, kptr) in declared {
-            let is_required = required.contains(&key);
+            let is_required = m.required.contains(&key);
             if forbidden.contains(&key) {
                 continue;
             }
-            // What else applies to this key: matching patterns, else additionalProperties
-            // (for keys only `required` names), and propertyNames.
-            let mut parts: Vec<&Value> = vec![schema];
-            let mut matched = false;
-            for (pat, ps, re) in &patterns {
-                match re {
-                    Some(re) => {
-                        if re.is_match(&key, Anchoring::Search) {
-                            matched = true;
-                            parts.push(ps);
-                        }
-                    }
-                    None => self.relax("patternProperties", ptr, format!("pattern `{pat}` is not enforced"))?,
-                }
-            }
-            if !props.contains_key(&key) && !matched {
-                parts.push(additional_schema);
-            }
-            if let Some(ns) = names_schema {
-                match validate(self.root, ns, &Value::String(key.clone()), 0) {
-                    Verdict::Valid => {}
-                    Verdict::Invalid => parts.push(&NOTHING),
-                    Verdict::Unknown(kw) => {
-                        self.relax(kw, ptr, "propertyNames is not checked on declared properties")?
-                    }
-                }
-            }
-            let value = if parts.len() == 1 {
-                self.schema_value(schema, &kptr, level + 1)?
-            } else {
-                let mut merged = Value::Bool(true);
-                for p in parts {
-                    merged = super::merge::merge_pair(self, &merged, p, &kptr)?;
-                }
-                self.schema_value(&merged, &kptr, level + 1)?
-            };
+            let value = self.declared_value(m, key, schema, &kptr, ptr, level)?;
             if is_never(&value) {
                 if is_required {
-                    return Ok(never());
+                    return Ok(None);
                 }
                 excluded.push(key);
                 continue;
             }
-            let member = Expr::Seq(vec![literal_string(&key), self.layout.colon(), value]);
+            let member = Expr::Seq(vec![literal_string(key), self.layout.colon(), value]);
             list.push((key, Prop { member, required: is_required }));
         }
+        Ok(Some((list, excluded)))
+    }
 
-        // Additional members: pattern properties, then other keys.
+    /// The value of the declared property `key` (at `kptr`): its `schema` and what else
+    /// applies to the key — matching patterns, else `additionalProperties` (for keys only
+    /// `required` names), and `propertyNames`.
+    fn declared_value(
+        &mut self,
+        m: &MemberKeywords<'_, 'a>,
+        key: &'a str,
+        schema: Schema<'a>,
+        kptr: &str,
+        ptr: &str,
+        level: u32,
+    ) -> Result<Expr, SchemaError> {
+        let mut parts: Vec<Schema<'a>> = vec![schema];
+        let mut matched = false;
+        for (pat, ps, re) in &m.patterns {
+            match re {
+                Some(re) => {
+                    if re.is_match(key, Anchoring::Search) {
+                        matched = true;
+                        parts.push((*ps).clone());
+                    }
+                }
+                None => self.relax("patternProperties", ptr, format!("pattern `{pat}` is not enforced"))?,
+            }
+        }
+        if !m.props.contains_key(key) && !matched {
+            parts.push(m.additional.clone());
+        }
+        if let Some(ns) = m.names {
+            match validate(&mut self.doc, ns, &Value::String(key.to_string()), 0) {
+                Verdict::Valid => {}
+                Verdict::Invalid => parts.push(Schema::Bool(false)),
+                Verdict::Unknown(kw) => self.relax(kw, ptr, "propertyNames is not checked on declared properties")?,
+            }
+        }
+        if parts.len() == 1 {
+            return self.schema(&parts[0], kptr, level + 1);
+        }
+        let mut merged = Schema::Bool(true);
+        for p in &parts {
+            merged = self.merger().merge_pair(&merged, p, kptr)?;
+        }
+        self.schema(&merged, kptr, level + 1)
+    }
+
+    /// The members other than the declared ones (pattern properties, then other keys: none
+    /// of `list` and `excluded`), as one expression; `None` when there can be none.
+    fn additional_members(
+        &mut self,
+        m: &MemberKeywords<'_, 'a>,
+        list: &[(&'a str, Prop)],
+        excluded: &[&'a str],
+        ptr: &str,
+        level: u32,
+    ) -> Result<Option<Expr>, SchemaError> {
         let mut extra = Vec::new();
-        for (pat, ps, re) in &patterns {
+        for (pat, ps, re) in &m.patterns {
             let pptr = Lowerer::child(ptr, "patternProperties", pat);
             let key = match re.as_ref().map(|re| re.to_expr(pat, Anchoring::Search, &mut super::string::json_char)) {
                 Some(Ok(k)) => Expr::Seq(vec![Expr::literal("\""), k, Expr::literal("\"")]),
@@ -184,31 +245,24 @@ impl Lowerer<'_> {
                     super::string::any_string()
                 }
             };
-            let value = self.schema_value(ps, &pptr, level + 1)?;
+            let value = self.schema(ps, &pptr, level + 1)?;
             extra.push(seq(vec![key, self.layout.colon(), value]));
         }
-        let other_value = self.schema_value(additional_schema, &format!("{ptr}/additionalProperties"), level + 1)?;
+        let other_value = self.schema(&m.additional, &format!("{ptr}/additionalProperties"), level + 1)?;
         if !is_never(&other_value) {
-            if !patterns.is_empty()
-                && patterns.iter().any(|(_, ps, _)| **ps != Value::Bool(true) && **ps != Value::Object(Map::new()))
-            {
+            if m.patterns.iter().any(|(_, ps, _)| !ps.is_true() && !ps.is_empty_object()) {
                 self.relax(
                     "patternProperties",
                     ptr,
                     "a key matching a pattern may also take additionalProperties' schema",
                 )?;
             }
-            let names: Vec<&str> =
-                list.iter().map(|(k, _)| k.as_str()).chain(excluded.iter().map(String::as_str)).collect();
-            let key = match names_schema {
+            let names: Vec<&str> = list.iter().map(|(key, _)| *key).chain(excluded.iter().copied()).collect();
+            let key = match m.names {
                 Some(ns) => {
-                    let ns = super::merge::merge_pair(
-                        self,
-                        ns,
-                        &serde_json::json!({"type": "string"}),
-                        &format!("{ptr}/propertyNames"),
-                    )?;
-                    self.schema_value(&ns, &format!("{ptr}/propertyNames"), level + 1)?
+                    let nptr = format!("{ptr}/propertyNames");
+                    let ns = self.merger().merge_pair(ns, &Schema::object(Keywords::of_type("string")), &nptr)?;
+                    self.schema(&ns, &nptr, level + 1)?
                 }
                 None => match content_not_in(&names, &self.content_tail(), &self.escape_tail()) {
                     Some(c) => Expr::Seq(vec![Expr::literal("\""), c, Expr::literal("\"")]),
@@ -223,23 +277,34 @@ impl Lowerer<'_> {
         // repeat (`any_order.rs`), where their key (often the complement of a trie of the
         // declared keys) and the declared keys become one trie in one automaton.
         let any = self.opts.property_order == PropertyOrder::Any;
-        let additional = if is_never(&additional) {
+        Ok(if is_never(&additional) {
             None
         } else if additional.has_more_nodes_than(24) && !list.is_empty() && !any {
             Some(self.rule_for("extra", additional)?)
         } else {
             Some(additional)
-        };
+        })
+    }
 
-        // minProperties / maxProperties.
-        let count = |k: &str| m.get(k).and_then(Value::as_u64);
-        let (min_p, max_p) = (count("minProperties").unwrap_or(0), count("maxProperties"));
-        let n_required = list.iter().filter(|(_, p)| p.required).count() as u64;
-        let most = if additional.is_some() { None } else { Some(list.len() as u64) };
+    /// The object of the declared members `props` and the `additional` ones, with
+    /// `minProperties`/`maxProperties` counted where optional or additional members make them
+    /// bind.
+    fn members_counted(
+        &mut self,
+        k: &Keywords<'a>,
+        props: Vec<Prop>,
+        additional: Option<Expr>,
+        ptr: &str,
+        level: u32,
+    ) -> Result<Expr, SchemaError> {
+        let count = |n: &Option<Num<'_>>| n.as_ref().and_then(Num::as_u64);
+        let (min_p, max_p) = (count(&k.min_properties).unwrap_or(0), count(&k.max_properties));
+        let n_required = props.iter().filter(|p| p.required).count() as u64;
+        let most = if additional.is_some() { None } else { Some(props.len() as u64) };
         if max_p.is_some_and(|x| x < n_required) {
             return Ok(never());
         }
-        if list.is_empty() {
+        if props.is_empty() {
             let Some(a) = additional else {
                 return Ok(if min_p == 0 { self.layout.empty("{", "}") } else { never() });
             };
@@ -260,8 +325,7 @@ impl Lowerer<'_> {
         let max_binds = max_p.is_some_and(|mx| most.is_none_or(|most| most > mx));
         let clamp = |x: u64| x.min(u64::from(u32::MAX)) as u32;
         let counter = (min_binds || max_binds).then(|| Counter { min: clamp(min_p), max: max_p.map(clamp) });
-        let props: Vec<Prop> = list.into_iter().map(|(_, p)| p).collect();
-        let (members, counted) = if any {
+        let (members, counted) = if self.opts.property_order == PropertyOrder::Any {
             self.any_order(props, additional, level, ptr, counter)?
         } else {
             match counter {

@@ -9,11 +9,10 @@
 //! ASCII other than `"` and `\` is accepted raw only: `\u0041` for `A` is valid JSON that no
 //! serializer writes, and excluding it keeps the expressions small.
 
-use serde_json::{Map, Value};
-
 use super::format;
 use super::length::MAX_PATTERN_DFA_STATES;
 use super::lower::{choice, Lowerer};
+use super::model::{Field, Keywords, Num};
 use super::number::fixed_range;
 use super::SchemaError;
 use crate::frontend::regex::{Anchoring, Regex};
@@ -326,24 +325,24 @@ type PatternContent = (Expr, Regex, Anchoring, (u32, Option<u32>));
 
 impl Lowerer<'_> {
     /// A `string` schema.
-    pub(super) fn string(&mut self, m: &Map<String, Value>, ptr: &str) -> Result<Expr, SchemaError> {
-        let bound = |k: &str| -> Result<Option<u32>, SchemaError> {
-            match m.get(k) {
+    pub(super) fn string(&mut self, k: &Keywords<'_>, ptr: &str) -> Result<Expr, SchemaError> {
+        let bound = |name: &str, v: &Option<Num<'_>>| -> Result<Option<u32>, SchemaError> {
+            match v {
                 None => Ok(None),
                 Some(v) => match v.as_f64() {
                     Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(f.min(f64::from(u32::MAX)) as u32)),
-                    _ => Err(Lowerer::invalid(ptr, format!("`{k}` must be a non-negative integer"))),
+                    _ => Err(Lowerer::invalid(ptr, format!("`{name}` must be a non-negative integer"))),
                 },
             }
         };
-        let min = bound("minLength")?.unwrap_or(0);
-        let max = bound("maxLength")?;
+        let min = bound("minLength", &k.min_length)?.unwrap_or(0);
+        let max = bound("maxLength", &k.max_length)?;
         if max.is_some_and(|x| x < min) {
             return Ok(super::lower::never());
         }
         let mut content: Option<PatternContent> = None;
-        if let Some(p) = m.get("pattern") {
-            let Some(p) = p.as_str() else { return Err(Lowerer::invalid(ptr, "`pattern` must be a string")) };
+        if let Some(p) = &k.pattern {
+            let Field::Ok(p) = *p else { return Err(Lowerer::invalid(ptr, "`pattern` must be a string")) };
             match Regex::parse(p).and_then(|re| {
                 let e = re.to_expr(p, Anchoring::Search, &mut json_char)?;
                 Ok((e, re))
@@ -358,7 +357,7 @@ impl Lowerer<'_> {
                 Err(err) => self.relax("pattern", ptr, format!("pattern not enforced: {}", err.syntax().message()))?,
             }
         }
-        if let Some(f) = m.get("format").and_then(Value::as_str) {
+        if let Some(Field::Ok(f)) = k.format {
             if self.opts.enforce_format {
                 if let Some(fp) = format::pattern(f) {
                     if content.is_some() {

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::lower::{choice, Lowerer};
-use super::merge::ANNOTATIONS;
+use super::model::{is_annotation, Field, Schema, TypeNames, View};
 use super::validate::{json_equal, validate, Verdict};
 use super::value::value_expr;
 use super::SchemaError;
@@ -16,29 +16,38 @@ use crate::grammar::{Expr, RuleId};
 /// The most distinct item values enumerated for `uniqueItems`.
 pub(super) const MAX_UNIQUE_VALUES: usize = 8;
 
-impl Lowerer<'_> {
+/// The values of `boolean` and `null` items.
+static FALSE: Value = Value::Bool(false);
+static TRUE: Value = Value::Bool(true);
+static NULL: Value = Value::Null;
+
+impl<'a> Lowerer<'a> {
     /// The distinct values an item schema admits, when it only enumerates a few.
-    fn item_domain(&self, items: &Value) -> Option<Vec<Value>> {
-        let m = items.as_object()?;
-        let allowed = |k: &String| ANNOTATIONS.contains(&k.as_str()) || ["type", "enum", "const"].contains(&k.as_str());
-        if !m.keys().all(allowed) {
+    fn item_domain(&mut self, items: &Schema<'a>) -> Option<Vec<&'a Value>> {
+        let View::Object(k) = self.doc.view(items) else { return None };
+        let allowed = |name: &str| is_annotation(name) || ["type", "enum", "const"].contains(&name);
+        if !k.names().all(allowed) {
             return None;
         }
-        let candidates: Vec<Value> = match (m.get("const"), m.get("enum"), m.get("type").and_then(Value::as_str)) {
-            (Some(c), _, _) => vec![c.clone()],
-            (None, Some(Value::Array(e)), _) => e.clone(),
-            (None, None, Some("boolean")) => vec![Value::Bool(false), Value::Bool(true)],
-            (None, None, Some("null")) => vec![Value::Null],
+        let one_type = match &k.types {
+            Some(Field::Ok(TypeNames::One(t))) => Some(*t),
+            _ => None,
+        };
+        let candidates: Vec<&'a Value> = match (k.const_value, &k.enum_values, one_type) {
+            (Some(c), _, _) => vec![c],
+            (None, Some(Field::Ok(e)), _) => e.clone(),
+            (None, None, Some("boolean")) => vec![&FALSE, &TRUE],
+            (None, None, Some("null")) => vec![&NULL],
             _ => return None,
         };
-        let mut out: Vec<Value> = Vec::new();
+        let mut out: Vec<&'a Value> = Vec::new();
         for v in candidates {
-            match validate(self.root, items, &v, 0) {
+            match validate(&mut self.doc, items, v, 0) {
                 Verdict::Valid => {}
                 Verdict::Invalid => continue,
                 Verdict::Unknown(_) => return None,
             }
-            if !out.iter().any(|x| json_equal(x, &v)) {
+            if !out.iter().any(|x| json_equal(x, v)) {
                 out.push(v);
             }
         }
@@ -49,7 +58,7 @@ impl Lowerer<'_> {
     /// a few enumerated values.
     pub(super) fn unique_array(
         &mut self,
-        items: &Value,
+        items: &Schema<'a>,
         (min, max): (u64, Option<u64>),
         level: u32,
     ) -> Result<Option<Expr>, SchemaError> {
