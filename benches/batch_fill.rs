@@ -10,21 +10,15 @@
 
 use std::time::Instant;
 
-use maskforge::tokenizer::{fixtures_dir, load_tokenizer};
-use maskforge::{
-    BatchGrammarMatcher, CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher, JsonSchemaOptions,
-};
-use maskforge::{TextEncoder, TokenBitmask};
+use maskforge::tokenizer::load_tokenizer;
+use maskforge::{BatchGrammarMatcher, CompilerConfig, GrammarCompiler, GrammarMatcher, TokenBitmask};
 use maskforge_bench::stats::Summary;
 
 mod common;
+#[path = "common/walks.rs"]
+mod walks;
 use common::arg;
-
-/// A compiled schema and the tokens of one of its valid instances.
-struct Walk {
-    grammar: CompiledGrammar,
-    tokens: Vec<u32>,
-}
+use walks::{walks, Walk};
 
 fn main() {
     let tokenizer = arg("--tokenizer", "llama3");
@@ -69,36 +63,4 @@ fn run(batch: &BatchGrammarMatcher, walks: &[&Walk], steps: usize, bitmask: &mut
         assert!(accepted.iter().all(|&a| a), "a valid instance's token was rejected at step {step}");
     }
     us
-}
-
-/// Up to `n` MaskBench schemas (in file order) with a valid instance of at least `steps` tokens.
-fn walks(compiler: &GrammarCompiler, encoder: &TextEncoder, n: usize, steps: usize) -> Vec<Walk> {
-    let dir = fixtures_dir().join("corpus/maskbench-dev");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-corpus)", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    let options = JsonSchemaOptions::spec_compliant();
-    let mut out = Vec::new();
-    for path in files {
-        let Ok(file) = serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&path).unwrap()) else {
-            continue;
-        };
-        let instance = file["tests"].as_array().and_then(|t| t.iter().find(|t| t["valid"] == true));
-        let Some(instance) = instance else { continue };
-        let Ok(tokens) = encoder.encode_for_matching(&serde_json::to_string(&instance["data"]).unwrap()) else {
-            continue;
-        };
-        if tokens.len() < steps {
-            continue;
-        }
-        let Ok(grammar) = compiler.compile_json_schema(&file["schema"], &options) else { continue };
-        out.push(Walk { grammar, tokens });
-        if out.len() == n {
-            break;
-        }
-    }
-    assert_eq!(out.len(), n, "not enough MaskBench schemas with an instance of {steps} tokens");
-    out
 }

@@ -42,14 +42,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (mut tokens, mut sampled, mut jumped) = (Vec::new(), 0, 0);
         while !matcher.is_terminated() {
             // Jump-forward: text every continuation starts with is appended without sampling
-            // (the model then reads its tokens in one forward pass).
-            let forced = matcher.find_jump_forward_string();
-            if !forced.is_empty() {
-                for id in encoder.encode_for_matching(&forced)? {
+            // (the model then reads its tokens in one forward pass). It is re-tokenized with the
+            // last tokens, so the sequence is the tokenizer's own (`{` + `"city"` is `{"`, ...).
+            let jump = matcher.find_jump_forward_tokens(&encoder)?;
+            if !jump.is_empty() {
+                matcher.rollback(jump.rollback)?;
+                tokens.truncate(tokens.len() - jump.rollback);
+                for &id in &jump.tokens {
                     assert!(matcher.accept_token(id));
                     tokens.push(id);
-                    jumped += 1;
                 }
+                jumped += jump.tokens.len();
                 continue;
             }
             matcher.fill_next_token_bitmask(mask.as_words_mut());

@@ -115,7 +115,7 @@ pub use grammar::{
     CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleId, TagDispatch, TokenSet,
     Trigger,
 };
-pub use matcher::{BatchGrammarMatcher, GrammarMatcher, MatcherConfig, MatcherError};
+pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError};
 pub use tokenizer::{load_tokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
 

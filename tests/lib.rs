@@ -12,6 +12,7 @@ mod ebnf;
 mod fsm_hash;
 mod json_builtin;
 mod json_schema;
+mod jump_forward;
 mod layering;
 mod maskbench_ratchet;
 mod matcher;

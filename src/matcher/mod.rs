@@ -29,11 +29,13 @@
 //! else as a plain end of generation.
 
 mod batch;
+mod jump_forward;
 mod mask;
 pub mod oracle;
 mod speculate;
 
 pub use batch::BatchGrammarMatcher;
+pub use jump_forward::JumpForwardTokens;
 
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
@@ -169,6 +171,12 @@ pub enum MatcherError {
         /// Its parent.
         parent: usize,
     },
+    /// The forced text of a jump forward could not be re-tokenized.
+    #[error("cannot re-tokenize the jump-forward text: {message}")]
+    Retokenize {
+        /// Why.
+        message: String,
+    },
     /// The batch thread pool could not be started.
     #[error("cannot start the batch thread pool: {0}")]
     ThreadPool(String),
@@ -180,11 +188,24 @@ const COMPACTION_SLACK: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
-    /// A token read as these many bytes (its text or its sentinel).
+    /// A normal token read by its text, these many bytes (the id is kept for jump-forward
+    /// re-tokenization).
+    Text { len: u32, id: TokenId },
+    /// Bytes read otherwise: a token read by id (its sentinel), or a string from
+    /// `accept_string`.
     Bytes(u32),
     /// A stop token, which ended the generation after reading these many bytes (its sentinel,
     /// when it was a terminal of the grammar, else 0).
     Stop(u32),
+}
+
+impl Step {
+    /// The parser bytes this step read.
+    fn len(&self) -> usize {
+        match *self {
+            Step::Text { len, .. } | Step::Bytes(len) | Step::Stop(len) => len as usize,
+        }
+    }
 }
 
 /// Matches tokens against a compiled grammar and computes next-token masks.
@@ -302,7 +323,7 @@ impl GrammarMatcher {
             self.parser.pop_bytes(n);
             return Ok(false);
         }
-        self.push_step(Step::Bytes(n as u32));
+        self.push_step(Step::Text { len: n as u32, id: TokenId::from_u32(id) });
         self.after_accept();
         Ok(true)
     }
@@ -339,9 +360,7 @@ impl GrammarMatcher {
             self.forgotten_steps += extra;
         }
         if self.parser.byte_len() >= self.next_compaction {
-            let reachable = self.steps.iter().rev().take(limit).map(|s| match *s {
-                Step::Bytes(k) | Step::Stop(k) => k as usize,
-            });
+            let reachable = self.steps.iter().rev().take(limit).map(Step::len);
             self.parser.compact(reachable.sum());
             self.next_compaction = 2 * self.parser.byte_len() + COMPACTION_SLACK;
         }
@@ -443,9 +462,8 @@ impl GrammarMatcher {
             return Err(MatcherError::RollbackTooFar { requested: n, available });
         }
         for _ in 0..n {
-            match self.steps.pop().unwrap() {
-                Step::Stop(k) | Step::Bytes(k) => self.parser.pop_bytes(k as usize),
-            }
+            let step = self.steps.pop().expect("n is at most the steps held");
+            self.parser.pop_bytes(step.len());
             self.terminated = false;
         }
         if n > 0 && self.config.terminate_without_stop_token {
@@ -462,44 +480,6 @@ impl GrammarMatcher {
         self.forgotten_steps = 0;
         self.next_compaction = COMPACTION_SLACK;
         self.terminated = false;
-    }
-
-    /// The bytes every continuation must start with (jump-forward decoding), cut at the last
-    /// complete UTF-8 character. Empty when the grammar may end here or branches at once.
-    pub fn find_jump_forward_bytes(&mut self) -> Vec<u8> {
-        let mut forced = Vec::new();
-        if self.terminated {
-            return forced;
-        }
-        const MAX_FORCED: usize = 1 << 16;
-        while forced.len() < MAX_FORCED && !self.parser.is_accepting() {
-            let next = self.parser.next_bytes();
-            if next.iter().map(|w| w.count_ones()).sum::<u32>() != 1 {
-                break;
-            }
-            let b = next
-                .iter()
-                .enumerate()
-                .find(|(_, w)| **w != 0)
-                .map(|(i, w)| i as u8 * 64 + w.trailing_zeros() as u8)
-                .unwrap();
-            if !self.parser.advance_byte(b) {
-                break;
-            }
-            forced.push(b);
-        }
-        self.parser.pop_bytes(forced.len());
-        let valid = match std::str::from_utf8(&forced) {
-            Ok(_) => forced.len(),
-            Err(e) => e.valid_up_to(),
-        };
-        forced.truncate(valid);
-        forced
-    }
-
-    /// [`GrammarMatcher::find_jump_forward_bytes`] as a string.
-    pub fn find_jump_forward_string(&mut self) -> String {
-        String::from_utf8(self.find_jump_forward_bytes()).expect("cut at a character boundary")
     }
 
     /// The parser (for tests and the mask cache).
