@@ -401,15 +401,22 @@ fn fraction(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Expr {
                     never()
                 };
             }
-            // Common prefix, then the first digit where they differ (lo padded with zeros).
+            // Common prefix, then the first digit where they differ. `lo` is padded with zeros:
+            // `0.g <= 0.0000006` shares the prefix `000000` with a lower bound of 0.
+            let lo_digit = |i: usize| lo.get(i).copied().unwrap_or(0);
             let mut p = 0;
-            while p < lo.len() && p < hi.len() && lo[p] == hi[p] {
+            while p < hi.len() && lo_digit(p) == hi[p] {
                 p += 1;
             }
             if p >= hi.len() {
-                return never(); // hi <= lo
+                // Neither has trailing zeros, so `lo == hi`: that one value, if both include it.
+                return if lo == hi && !lex && !hex {
+                    dot(Expr::Seq(vec![lit_digits(hi), Expr::star(Expr::literal("0"))]))
+                } else {
+                    never()
+                };
             }
-            let lo_p = lo.get(p).copied().unwrap_or(0);
+            let lo_p = lo_digit(p);
             let hi_p = hi[p];
             if lo_p > hi_p {
                 return never();
@@ -831,6 +838,52 @@ mod tests {
                         |(h, ex)| if ex { f < h.parse::<f64>().unwrap() } else { f <= h.parse::<f64>().unwrap() },
                     );
                 assert_eq!(matches(&e, t), ok_lo && ok_hi, "{t} in {lo:?}..{hi:?}");
+            }
+        }
+    }
+
+    /// A plain decimal text with few distinct digits and many zeros (`0.0000006`, `-10.05`),
+    /// where the digit-by-digit comparisons of [`fraction`] have their edge cases.
+    fn decimal_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let digit = prop_oneof![4 => Just('0'), 1 => Just('1'), 1 => Just('5'), 1 => Just('9')];
+        (any::<bool>(), prop_oneof![0u32..3, 0u32..30], proptest::collection::vec(digit, 0..9)).prop_map(|(neg, int, frac)| {
+            let frac: String = frac.into_iter().collect();
+            let sign = if neg { "-" } else { "" };
+            if frac.is_empty() {
+                format!("{sign}{int}")
+            } else {
+                format!("{sign}{int}.{frac}")
+            }
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// The range grammar accepts a plain decimal iff it lies between the bounds, compared
+        /// exactly (as decimals, not floats).
+        #[test]
+        fn decimal_ranges_agree_with_exact_comparison(
+            lo in proptest::option::of((decimal_text(), proptest::bool::ANY)),
+            hi in proptest::option::of((decimal_text(), proptest::bool::ANY)),
+            texts in proptest::collection::vec(decimal_text(), 40),
+        ) {
+            use std::cmp::Ordering::*;
+            let dec = |t: &str| Dec::from_text(t).unwrap();
+            let e = decimal_range(
+                lo.as_ref().map(|(t, ex)| (dec(t), *ex)),
+                hi.as_ref().map(|(t, ex)| (dec(t), *ex)),
+            );
+            let mut all = texts;
+            all.extend(lo.iter().chain(&hi).map(|(t, _)| t.clone()));
+            for t in &all {
+                if t.starts_with("-0") && dec(t) == dec("0") {
+                    continue; // `-0` is rejected (documented)
+                }
+                let x = dec(t);
+                let above = lo.as_ref().is_none_or(|(l, ex)| matches!((x.cmp(&dec(l)), ex), (Greater, _) | (Equal, false)));
+                let below = hi.as_ref().is_none_or(|(h, ex)| matches!((x.cmp(&dec(h)), ex), (Less, _) | (Equal, false)));
+                proptest::prop_assert_eq!(matches(&e, t), above && below, "{} in {:?}..{:?}", t, lo, hi);
             }
         }
     }
