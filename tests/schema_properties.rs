@@ -54,6 +54,10 @@ fn generated_instances_validate() {
     let compiler = GrammarCompiler::new(load("llama2").0.clone(), CompilerConfig::default());
     let schemas = [
         json!({"type": "integer", "minimum": -50, "maximum": 1234}),
+        json!({"type": "integer", "multipleOf": 7}),
+        json!({"type": "integer", "multipleOf": 1024}),
+        json!({"type": "number", "multipleOf": 0.25}),
+        json!({"type": "number", "multipleOf": 0.375}),
         json!({"type": "number", "exclusiveMinimum": 0.5, "maximum": 3}),
         json!({"enum": ["alpha", "beta", 7, null]}),
         json!({"type": "string", "pattern": "^[a-c]{2,4}-[0-9]$"}),

@@ -13,15 +13,8 @@ use crate::grammar::Expr;
 impl<'a> Lowerer<'a> {
     /// The body of an `array` schema's rule.
     pub(super) fn array(&mut self, k: &Keywords<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
-        let count = |name: &str, v: &Option<Num<'_>>| -> Result<Option<u64>, SchemaError> {
-            match v {
-                None => Ok(None),
-                Some(v) => match v.as_f64() {
-                    Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(f.min(1e9) as u64)),
-                    _ => Err(Lowerer::invalid(ptr, format!("`{name}` must be a non-negative integer"))),
-                },
-            }
-        };
+        // Bounds past 10^9 items are as good as none (and keep the counters small).
+        let count = |name: &str, v: &Option<Num<'_>>| Lowerer::count(ptr, name, v, 1_000_000_000);
         let min_items = count("minItems", &k.min_items)?.unwrap_or(0);
         let mut max_items = count("maxItems", &k.max_items)?;
         let no_prefix = Vec::new();

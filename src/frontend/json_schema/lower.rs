@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::fragment::{self, Fragment, SchemaFragmentCache};
 use super::merge::Merger;
-use super::model::{is_annotation, Document, Field, FromJson, Keywords, Kw, Schema, TypeNames, View};
+use super::model::{Document, Field, FromJson, Keywords, Kw, Num, Schema, TypeNames, View, is_annotation};
 use super::negation::Excluded;
 use super::relax::Relaxations;
 use super::string::content_not_in;
@@ -319,6 +319,19 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn invalid(ptr: &str, msg: impl Into<String>) -> SchemaError {
         SchemaError::new(ptr, SchemaErrorKind::Invalid(msg.into()))
+    }
+
+    /// A count keyword (`minItems`, `maxLength`, `minProperties`, ...): a non-negative integer
+    /// (`2.0` included), saturated at `cap`; anything else is an error naming the keyword.
+    pub(super) fn count(ptr: &str, name: &str, v: &Option<Num<'_>>, cap: u64) -> Result<Option<u64>, SchemaError> {
+        match v {
+            None => Ok(None),
+            Some(v) => match v.as_f64() {
+                // Exact for integers written as such; `2.0` and huge values through the float.
+                Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(v.as_u64().unwrap_or(f as u64).min(cap))),
+                _ => Err(Lowerer::invalid(ptr, format!("`{name}` must be a non-negative integer"))),
+            },
+        }
     }
 
     /// The rule for the schema a `$ref` names, created on first use.

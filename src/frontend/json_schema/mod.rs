@@ -81,6 +81,7 @@ mod lower;
 mod merge;
 mod model;
 mod negation;
+mod multiple_of;
 mod number;
 mod object;
 mod object_count;
@@ -117,9 +118,11 @@ pub struct JsonSchemaOptions {
     /// `false`, the layout is exact: [`JsonSchemaOptions::separators`] and
     /// [`JsonSchemaOptions::indent`].
     pub any_whitespace: bool,
-    /// XGrammar's strict mode: an absent `additionalProperties` / `unevaluatedProperties`
-    /// means `false`, and an absent `items` after `prefixItems` means no extra items. Default
-    /// `true` (as XGrammar); the JSON Schema specification corresponds to `false`.
+    /// XGrammar's strict mode: in an object that declares `properties` or
+    /// `patternProperties`, an absent `additionalProperties` / `unevaluatedProperties` means
+    /// `false`, and an absent `items` after `prefixItems` means no extra items. An object
+    /// that declares no members (`{"type": "object"}`) stays open. Default `true` (as
+    /// XGrammar); the JSON Schema specification corresponds to `false`.
     pub strict_mode: bool,
     /// With `any_whitespace: false`: indent nested members by this many spaces, one per line
     /// (`None`: everything on one line).

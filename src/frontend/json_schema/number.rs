@@ -20,7 +20,7 @@ use crate::grammar::Expr;
 /// A digit class: the digits with values `lo..=hi`.
 pub(super) type DigitClass = dyn Fn(u8, u8) -> Expr;
 
-fn dec_digit(lo: u8, hi: u8) -> Expr {
+pub(super) fn dec_digit(lo: u8, hi: u8) -> Expr {
     Expr::class([(u32::from(b'0' + lo), u32::from(b'0' + hi))], false)
 }
 
@@ -133,6 +133,12 @@ impl Dec {
     }
     fn is_integer(&self) -> bool {
         self.frac.is_empty()
+    }
+    /// The magnitude as `p / 10^j` (`0.25` is `(25, 2)`), when `p` fits a `u64`.
+    fn scaled(&self) -> Option<(u64, u32)> {
+        let digits = format!("{}{}", self.int, self.frac);
+        let p: u64 = digits.trim_start_matches('0').parse().ok()?;
+        Some((p, u32::try_from(self.frac.len()).ok()?))
     }
     fn cmp(&self, o: &Dec) -> std::cmp::Ordering {
         use std::cmp::Ordering::*;
@@ -299,7 +305,7 @@ fn build_any_number() -> Expr {
 }
 
 /// Any canonical integer text (with `-0`).
-fn any_integer() -> Expr {
+pub(super) fn any_integer() -> Expr {
     Expr::Seq(vec![
         Expr::opt(Expr::literal("-")),
         Expr::Choice(vec![Expr::literal("0"), Expr::Seq(vec![dec_digit(1, 9), Expr::star(dec_digit(0, 9))])]),
@@ -401,15 +407,22 @@ fn fraction(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Expr {
                     never()
                 };
             }
-            // Common prefix, then the first digit where they differ (lo padded with zeros).
+            // Common prefix, then the first digit where they differ. `lo` is padded with zeros:
+            // `0.g <= 0.0000006` shares the prefix `000000` with a lower bound of 0.
+            let lo_digit = |i: usize| lo.get(i).copied().unwrap_or(0);
             let mut p = 0;
-            while p < lo.len() && p < hi.len() && lo[p] == hi[p] {
+            while p < hi.len() && lo_digit(p) == hi[p] {
                 p += 1;
             }
             if p >= hi.len() {
-                return never(); // hi <= lo
+                // Neither has trailing zeros, so `lo == hi`: that one value, if both include it.
+                return if lo == hi && !lex && !hex {
+                    dot(Expr::Seq(vec![lit_digits(hi), Expr::star(Expr::literal("0"))]))
+                } else {
+                    never()
+                };
             }
-            let lo_p = lo.get(p).copied().unwrap_or(0);
+            let lo_p = lo_digit(p);
             let hi_p = hi[p];
             if lo_p > hi_p {
                 return never();
@@ -543,64 +556,6 @@ fn decimal_range(lo: Option<(Dec, bool)>, hi: Option<(Dec, bool)>) -> Expr {
     choice(alts)
 }
 
-/// Multiples of `k` (positive) among canonical integer texts, as right-linear rules.
-fn multiples_of(l: &mut Lowerer<'_>, k: u64) -> Result<Expr, SchemaError> {
-    if k == 1 {
-        return Ok(any_integer());
-    }
-    // k = 2^a 5^b 10^c: a suffix condition.
-    let mut m = k;
-    let mut tens = 0;
-    while m % 10 == 0 {
-        m /= 10;
-        tens += 1;
-    }
-    let zeros = Expr::repeat(Expr::literal("0"), tens, Some(tens));
-    let digit_set = |ds: &[u8]| Expr::class(ds.iter().map(|&d| (u32::from(b'0' + d), u32::from(b'0' + d))), false);
-    let last: Option<(Expr, Expr)> = match m {
-        1 => Some((Expr::Empty, dec_digit(1, 9))),
-        2 => Some((digit_set(&[0, 2, 4, 6, 8]), digit_set(&[2, 4, 6, 8]))),
-        5 => Some((digit_set(&[0, 5]), Expr::literal("5"))),
-        _ => None,
-    };
-    if let Some((last, single)) = last {
-        // A positive integer whose decimal ends in `last` then `tens` zeros, or 0.
-        let body = if m == 1 {
-            Expr::Seq(vec![dec_digit(1, 9), Expr::star(dec_digit(0, 9)), zeros])
-        } else {
-            Expr::Seq(vec![
-                Expr::Choice(vec![single, Expr::Seq(vec![dec_digit(1, 9), Expr::star(dec_digit(0, 9)), last])]),
-                zeros,
-            ])
-        };
-        return Ok(Expr::Seq(vec![Expr::opt(Expr::literal("-")), Expr::Choice(vec![Expr::literal("0"), body])]));
-    }
-    if k > 100 {
-        return Err(SchemaError::new(
-            "#",
-            super::SchemaErrorKind::Unsupported { keyword: "multipleOf".into(), detail: String::new() },
-        ));
-    }
-    // State r: the digits read so far are r mod k. Rule `m_r` reads the rest.
-    let ids: Vec<_> = (0..k).map(|_| l.new_rule("mult")).collect();
-    for r in 0..k {
-        let mut alts = Vec::new();
-        for d in 0..10u64 {
-            let next = (r * 10 + d) % k;
-            alts.push(Expr::Seq(vec![dec_digit(d as u8, d as u8), Expr::Rule(ids[next as usize])]));
-        }
-        if r == 0 {
-            alts.push(Expr::Empty);
-        }
-        l.define(ids[r as usize], Expr::Choice(alts));
-    }
-    let mut first = Vec::new();
-    for d in 1..10u64 {
-        first.push(Expr::Seq(vec![dec_digit(d as u8, d as u8), Expr::Rule(ids[(d % k) as usize])]));
-    }
-    Ok(Expr::Seq(vec![Expr::opt(Expr::literal("-")), Expr::Choice(vec![Expr::literal("0"), Expr::Choice(first)])]))
-}
-
 /// Multiples of `k` in `[lo, hi]`, listed when there are few.
 fn enumerate_multiples(lo: &Dec, hi: &Dec, k: u64) -> Option<Expr> {
     let lo: i128 = format!("{}{}", if lo.neg { "-" } else { "" }, lo.int).parse().ok()?;
@@ -697,42 +652,14 @@ impl Lowerer<'_> {
         let int_multiple = multiple.as_ref().filter(|d| d.is_integer()).and_then(|d| d.int.parse::<u64>().ok());
         let integer = integer || int_multiple.is_some();
         if integer {
-            let ilo = lo.as_ref().map(|(d, ex)| d.ceil(*ex));
-            let ihi = hi.as_ref().map(|(d, ex)| d.floor(*ex));
-            match (multiple.as_ref(), int_multiple) {
-                (None, _) | (_, Some(1)) => Ok(int_range(ilo, ihi)),
-                (Some(_), Some(k)) => {
-                    if let (Some(a), Some(b)) = (&ilo, &ihi) {
-                        if let Some(e) = enumerate_multiples(a, b, k) {
-                            return Ok(e);
-                        }
-                    }
-                    if ilo.is_none() && ihi.is_none() {
-                        match multiples_of(self, k) {
-                            Ok(e) => return Ok(e),
-                            Err(_) => self.relax(
-                                "multipleOf",
-                                ptr,
-                                format!(
-                                    "multipleOf {k} is not enforced (only divisors of powers of 10, and up to 100)"
-                                ),
-                            )?,
-                        }
-                    } else {
-                        self.relax("multipleOf", ptr, "multipleOf with a wide range: only the range is enforced")?;
-                    }
-                    Ok(int_range(ilo, ihi))
-                }
-                (Some(_), None) => {
-                    // A fractional multipleOf on an integer: integers are multiples of 10^-k.
-                    let d = multiple.unwrap();
-                    if d.int == "0" && d.frac.bytes().rev().skip(1).all(|b| b == b'0') && d.frac.ends_with('1') {
-                        Ok(int_range(ilo, ihi))
-                    } else {
-                        self.relax("multipleOf", ptr, "fractional multipleOf on integers is not enforced")?;
-                        Ok(int_range(ilo, ihi))
-                    }
-                }
+            let digits = self.integer_between(ptr, (lo, hi), multiple, int_multiple)?;
+            // JSON Schema: a number with a zero fraction is an integer (`1.0`). Strict mode
+            // keeps the canonical spelling only.
+            if self.opts.strict_mode {
+                Ok(digits)
+            } else {
+                let zero_fraction = Expr::Seq(vec![Expr::literal("."), Expr::plus(Expr::literal("0"))]);
+                Ok(super::lower::seq(vec![digits, Expr::opt(zero_fraction)]))
             }
         } else {
             // A decimal multipleOf of the form 10^-j: at most j fraction digits (then zeros).
@@ -740,7 +667,17 @@ impl Lowerer<'_> {
                 .as_ref()
                 .filter(|d| d.int == "0" && d.frac.ends_with('1') && d.frac.bytes().rev().skip(1).all(|b| b == b'0'));
             if multiple.is_some() && power_of_ten.is_none() {
-                self.relax("multipleOf", ptr, "a non-integer multipleOf other than 10^-k is not enforced")?;
+                let residue = match (&multiple, &lo, &hi) {
+                    (Some(d), None, None) => {
+                        d.scaled().and_then(|(p, j)| super::multiple_of::residue_multiples(self, p, j, true))
+                    }
+                    _ => None,
+                };
+                if let Some(e) = residue {
+                    return Ok(e);
+                }
+                let why = if lo.is_some() || hi.is_some() { "together with bounds" } else { "with so many digits" };
+                self.relax("multipleOf", ptr, format!("a non-integer multipleOf {why} is not enforced"))?;
             }
             if lo.is_none() && hi.is_none() {
                 if let Some(d) = power_of_ten {
@@ -760,6 +697,52 @@ impl Lowerer<'_> {
                 self.relax("multipleOf", ptr, "multipleOf 10^-k together with bounds: only the bounds are enforced")?;
             }
             Ok(decimal_range(lo, hi))
+        }
+    }
+
+    /// The integers in the range (and of the `multipleOf`), canonical digits.
+    fn integer_between(
+        &mut self,
+        ptr: &str,
+        (lo, hi): (Option<(Dec, bool)>, Option<(Dec, bool)>),
+        multiple: Option<Dec>,
+        int_multiple: Option<u64>,
+    ) -> Result<Expr, SchemaError> {
+        let ilo = lo.as_ref().map(|(d, ex)| d.ceil(*ex));
+        let ihi = hi.as_ref().map(|(d, ex)| d.floor(*ex));
+        match (multiple.as_ref(), int_multiple) {
+            (None, _) | (_, Some(1)) => Ok(int_range(ilo, ihi)),
+            (Some(_), Some(k)) => {
+                if let (Some(a), Some(b)) = (&ilo, &ihi) {
+                    if let Some(e) = enumerate_multiples(a, b, k) {
+                        return Ok(e);
+                    }
+                }
+                if ilo.is_none() && ihi.is_none() {
+                    match super::multiple_of::integer_multiples(self, k) {
+                        Ok(e) => return Ok(e),
+                        Err(e) => self.relax("multipleOf", ptr, format!("multipleOf {k} is not enforced: {e}"))?,
+                    }
+                } else {
+                    self.relax("multipleOf", ptr, "multipleOf with a wide range: only the range is enforced")?;
+                }
+                Ok(int_range(ilo, ihi))
+            }
+            (Some(_), None) => {
+                // A fractional multipleOf on an integer: integers are multiples of 10^-k.
+                let d = multiple.unwrap();
+                if d.int == "0" && d.frac.bytes().rev().skip(1).all(|b| b == b'0') && d.frac.ends_with('1') {
+                    return Ok(int_range(ilo, ihi));
+                }
+                if ilo.is_none() && ihi.is_none() {
+                    let residue = d.scaled().and_then(|(p, j)| super::multiple_of::residue_multiples(self, p, j, false));
+                    if let Some(e) = residue {
+                        return Ok(e);
+                    }
+                }
+                self.relax("multipleOf", ptr, "fractional multipleOf on integers is not enforced here")?;
+                Ok(int_range(ilo, ihi))
+            }
         }
     }
 }
@@ -831,6 +814,52 @@ mod tests {
                         |(h, ex)| if ex { f < h.parse::<f64>().unwrap() } else { f <= h.parse::<f64>().unwrap() },
                     );
                 assert_eq!(matches(&e, t), ok_lo && ok_hi, "{t} in {lo:?}..{hi:?}");
+            }
+        }
+    }
+
+    /// A plain decimal text with few distinct digits and many zeros (`0.0000006`, `-10.05`),
+    /// where the digit-by-digit comparisons of [`fraction`] have their edge cases.
+    fn decimal_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let digit = prop_oneof![4 => Just('0'), 1 => Just('1'), 1 => Just('5'), 1 => Just('9')];
+        (any::<bool>(), prop_oneof![0u32..3, 0u32..30], proptest::collection::vec(digit, 0..9)).prop_map(|(neg, int, frac)| {
+            let frac: String = frac.into_iter().collect();
+            let sign = if neg { "-" } else { "" };
+            if frac.is_empty() {
+                format!("{sign}{int}")
+            } else {
+                format!("{sign}{int}.{frac}")
+            }
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// The range grammar accepts a plain decimal iff it lies between the bounds, compared
+        /// exactly (as decimals, not floats).
+        #[test]
+        fn decimal_ranges_agree_with_exact_comparison(
+            lo in proptest::option::of((decimal_text(), proptest::bool::ANY)),
+            hi in proptest::option::of((decimal_text(), proptest::bool::ANY)),
+            texts in proptest::collection::vec(decimal_text(), 40),
+        ) {
+            use std::cmp::Ordering::*;
+            let dec = |t: &str| Dec::from_text(t).unwrap();
+            let e = decimal_range(
+                lo.as_ref().map(|(t, ex)| (dec(t), *ex)),
+                hi.as_ref().map(|(t, ex)| (dec(t), *ex)),
+            );
+            let mut all = texts;
+            all.extend(lo.iter().chain(&hi).map(|(t, _)| t.clone()));
+            for t in &all {
+                if t.starts_with("-0") && dec(t) == dec("0") {
+                    continue; // `-0` is rejected (documented)
+                }
+                let x = dec(t);
+                let above = lo.as_ref().is_none_or(|(l, ex)| matches!((x.cmp(&dec(l)), ex), (Greater, _) | (Equal, false)));
+                let below = hi.as_ref().is_none_or(|(h, ex)| matches!((x.cmp(&dec(h)), ex), (Less, _) | (Equal, false)));
+                proptest::prop_assert_eq!(matches(&e, t), above && below, "{} in {:?}..{:?}", t, lo, hi);
             }
         }
     }

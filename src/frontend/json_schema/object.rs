@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::counter::Counter;
 use super::lower::{choice, is_never, never, seq, Lowerer};
-use super::model::{Field, Keywords, Members, Num, Schema};
+use super::model::{Field, Keywords, Members, Schema};
 use super::string::{content_not_in, literal_string};
 use super::validate::{validate, Verdict};
 use super::{PropertyOrder, SchemaError};
@@ -71,16 +71,20 @@ impl<'a> Lowerer<'a> {
         };
         let Some(required) = self.required_names(k, ptr, forbidden)? else { return Ok(never()) };
         // Sub-schemas are shared, never copied: a copy at every level of a nested schema
-        // cost its size times its depth.
+        // cost its size times its depth. Strict mode closes only objects that declare their
+        // members: a bare `{"type": "object"}` (free-form tool arguments) stays open, as in
+        // XGrammar.
+        let declares_members = k.properties.is_some() || k.pattern_properties.is_some();
         let additional = k
             .additional_properties
             .as_ref()
             .or(k.unevaluated_properties.as_ref())
             .cloned()
-            .unwrap_or(Schema::Bool(!self.opts.strict_mode));
+            .unwrap_or(Schema::Bool(!(self.opts.strict_mode && declares_members)));
         let patterns = match &k.pattern_properties {
             Some(Field::Ok(pp)) => pp.iter().map(|(pat, s)| (pat, s, Regex::parse(pat).ok())).collect(),
-            _ => Vec::new(),
+            Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`patternProperties` must be an object")),
+            None => Vec::new(),
         };
         let m = MemberKeywords { props, required, additional, patterns, names: k.property_names.as_ref() };
         let Some((list, excluded)) = self.declared_members(&m, ptr, level, forbidden)? else { return Ok(never()) };
@@ -100,11 +104,20 @@ impl<'a> Lowerer<'a> {
     ) -> Result<Option<Vec<&'a str>>, SchemaError> {
         let mut required: Vec<&'a str> = match &k.required {
             None => Vec::new(),
-            Some(Field::Ok(r)) => r.iter().filter_map(|x| x.as_str()).collect(),
+            Some(Field::Ok(r)) => match r.iter().map(|x| x.as_str()).collect::<Option<Vec<_>>>() {
+                Some(names) => names,
+                None => return Err(Lowerer::invalid(ptr, "`required` must be an array of strings")),
+            },
             Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`required` must be an array")),
         };
         if required.iter().any(|r| forbidden.contains(r)) {
             return Ok(None);
+        }
+        if matches!(k.dependent_required, Some(Field::Wrong(_))) {
+            return Err(Lowerer::invalid(ptr, "`dependentRequired` must be an object"));
+        }
+        if matches!(k.dependent_schemas, Some(Field::Wrong(_))) {
+            return Err(Lowerer::invalid(ptr, "`dependentSchemas` must be an object"));
         }
         if let Some(Field::Ok(deps)) = &k.dependent_required {
             let mut changed = true;
@@ -297,8 +310,8 @@ impl<'a> Lowerer<'a> {
         ptr: &str,
         level: u32,
     ) -> Result<Expr, SchemaError> {
-        let count = |n: &Option<Num<'_>>| n.as_ref().and_then(Num::as_u64);
-        let (min_p, max_p) = (count(&k.min_properties).unwrap_or(0), count(&k.max_properties));
+        let min_p = Lowerer::count(ptr, "minProperties", &k.min_properties, u64::MAX)?.unwrap_or(0);
+        let max_p = Lowerer::count(ptr, "maxProperties", &k.max_properties, u64::MAX)?;
         let n_required = props.iter().filter(|p| p.required).count() as u64;
         let most = if additional.is_some() { None } else { Some(props.len() as u64) };
         if max_p.is_some_and(|x| x < n_required) {

@@ -326,14 +326,8 @@ type PatternContent = (Expr, Regex, Anchoring, (u32, Option<u32>));
 impl Lowerer<'_> {
     /// A `string` schema.
     pub(super) fn string(&mut self, k: &Keywords<'_>, ptr: &str) -> Result<Expr, SchemaError> {
-        let bound = |name: &str, v: &Option<Num<'_>>| -> Result<Option<u32>, SchemaError> {
-            match v {
-                None => Ok(None),
-                Some(v) => match v.as_f64() {
-                    Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(f.min(f64::from(u32::MAX)) as u32)),
-                    _ => Err(Lowerer::invalid(ptr, format!("`{name}` must be a non-negative integer"))),
-                },
-            }
+        let bound = |name: &str, v: &Option<Num<'_>>| {
+            Ok::<_, SchemaError>(Lowerer::count(ptr, name, v, u64::from(u32::MAX))?.map(|n| n as u32))
         };
         let min = bound("minLength", &k.min_length)?.unwrap_or(0);
         let max = bound("maxLength", &k.max_length)?;
