@@ -36,8 +36,9 @@
 //!   `length.rs`: a length bound together with a pattern, as the product of the pattern's
 //!   code-point DFA with a counter;
 //! * `number.rs`: `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum` enforced exactly
-//!   by digit-level grammars for integers of any size and for decimals, `multipleOf` for
-//!   integers (and powers of ten for decimals);
+//!   by digit-level grammars for integers of any size and for decimals; `multiple_of.rs`:
+//!   `multipleOf` as a residue automaton over the digits (any integer divisor, and decimal
+//!   divisors `p / 10^j`, up to 4,096 automaton states; without bounds);
 //! * `value.rs`: a JSON value as an expression (for `enum`/`const`) and "any JSON value";
 //! * `relax.rs`: the relaxations met (deduplicated), or the error with `strict_keywords`.
 //!
@@ -59,9 +60,18 @@
 //! * **Strings**: a character may be written raw or escaped (`\"`, `\n`, `\u00e9`, surrogate
 //!   pairs); printable ASCII characters other than `"` and `\` are accepted raw only (no model
 //!   and no serializer writes `\u0041`), which rejects a few valid but absurd encodings.
-//! * **Numbers**: an `integer` is written without fraction or exponent (`1.0` is rejected);
-//!   a bounded `number` is written in plain notation, or with an exponent when its value is
-//!   surely in range (`1e-05` for `minimum: 0, maximum: 1`).
+//! * **Numbers**: an `integer` is written without exponent; in strict mode also without
+//!   fraction (`1.0` is rejected, as XGrammar does), otherwise a zero fraction is allowed (`1.0`
+//!   is an integer by the specification). A bounded `number` is written in plain notation, or
+//!   with an exponent when its value is surely in range (`1e-05` for `minimum: 0, maximum:
+//!   1`); bounds are compared as decimals, exactly, however they are written (`6e-07`).
+//! * **Strict mode** closes objects that declare `properties` or `patternProperties`; an
+//!   object that declares no members (`{"type": "object"}`, free-form tool arguments) stays
+//!   open, as in XGrammar.
+//! * **Malformed keywords** (`"patternProperties": ["x"]`, `"required": [5]`, a count that is
+//!   not a non-negative integer) are [`SchemaError`]s with the pointer of their schema, where
+//!   the schema admits the type they constrain. `"prefixItems": [false]` is valid JSON Schema
+//!   (an array whose first item cannot exist: only `[]`) and compiles, where XGrammar errors.
 //! * **`pattern`** is a search, as the specification says: `"abc"` matches `"xxabcxx"`; use
 //!   `^...$` to anchor.
 //!
