@@ -10,6 +10,10 @@
 //!   (inside and outside classes), `\p{...}` / `\P{...}` (Unicode general categories and
 //!   scripts, tables from `regex-syntax`);
 //! * groups: capturing `( )`, non-capturing `(?: )`, named `(?<name> )`;
+//! * case-insensitive matching: the `i` flag ([`Regex::parse_with_flags`], XGrammar's
+//!   `Regex("...", flags="i")`), the modifier groups `(?i: )` / `(?-i: )` (ECMA-262 2025) and
+//!   `(?i)` / `(?-i)` for the rest of the enclosing group (as in PCRE and Python); a
+//!   character then matches its simple lower- and uppercase forms;
 //! * alternation `|`, quantifiers `* + ? {m} {m,} {m,n}` and their lazy forms (`*?`, ...,
 //!   which denote the same language); a `{` that does not start a quantifier is a literal;
 //! * `^` and `$` at the start and end of the pattern (or of top-level alternatives).
@@ -125,12 +129,17 @@ struct Frame {
     alts: Vec<Node>,
     cur: Vec<Node>,
     open: usize,
+    /// Whether characters in this group match in either case (the `i` flag, from the
+    /// pattern's flags, a `(?i)` before them, or a `(?i:...)` group).
+    ignore_case: bool,
 }
 
 struct P<'a> {
     text: &'a str,
     chars: Vec<(usize, char)>,
     i: usize,
+    /// The `i` flag of the whole pattern.
+    ignore_case: bool,
 }
 
 const LINE_TERMINATORS: [(u32, u32); 3] = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)];
@@ -157,6 +166,40 @@ fn canonical(ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     CharClass::new(ranges, false).ranges().to_vec()
 }
 
+/// No code point at or above this has a different upper or lower case (the last cased
+/// script, Adlam, ends at U+1E943).
+const LAST_CASED: u32 = 0x1E944;
+
+/// `ranges` with every character's simple lower- and uppercase forms added: the characters
+/// that match one of `ranges` when case is ignored.
+fn fold_case(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = ranges.to_vec();
+    for &(lo, hi) in ranges {
+        for c in (lo..=hi.min(LAST_CASED)).filter_map(char::from_u32) {
+            for other in [single(c.to_lowercase()), single(c.to_uppercase())].into_iter().flatten() {
+                if other != c {
+                    out.push((other as u32, other as u32));
+                }
+            }
+        }
+    }
+    canonical(out)
+}
+
+/// The only character of a case mapping, when it maps to one (`ß` uppercases to `SS`).
+fn single(mut mapping: impl Iterator<Item = char>) -> Option<char> {
+    let c = mapping.next()?;
+    mapping.next().is_none().then_some(c)
+}
+
+/// What a flag group `(?...` sets.
+enum Modifiers {
+    /// `(?i:...)` / `(?-i:...)`: a group with the flag on or off.
+    Group(bool),
+    /// `(?i)` / `(?-i)`: the flag for the rest of the enclosing group.
+    Rest(bool),
+}
+
 impl<'a> P<'a> {
     fn pos(&self) -> usize {
         self.chars.get(self.i).map_or(self.text.len(), |c| c.0)
@@ -181,15 +224,24 @@ impl<'a> P<'a> {
     }
 
     fn parse(mut self) -> Result<Node, RegexError> {
-        let mut stack: Vec<Frame> = vec![Frame { alts: Vec::new(), cur: Vec::new(), open: 0 }];
+        let top = Frame { alts: Vec::new(), cur: Vec::new(), open: 0, ignore_case: self.ignore_case };
+        let mut stack: Vec<Frame> = vec![top];
         while let Some(c) = self.peek() {
             let start = self.pos();
             match c {
                 '(' => {
                     self.bump();
+                    let mut ignore_case = stack.last().unwrap().ignore_case;
                     if self.peek() == Some('?') {
                         match (self.peek_at(1), self.peek_at(2)) {
                             (Some(':'), _) => self.i += 2,
+                            (Some('i' | '-'), _) => match self.modifiers(start)? {
+                                Modifiers::Group(on) => ignore_case = on,
+                                Modifiers::Rest(on) => {
+                                    stack.last_mut().unwrap().ignore_case = on;
+                                    continue;
+                                }
+                            },
                             (Some('='), _) | (Some('!'), _) => {
                                 return Err(self.unsupported(start, start + 3, "lookahead `(?=`/`(?!`"))
                             }
@@ -221,7 +273,7 @@ impl<'a> P<'a> {
                                 return Err(self.err(
                                     start,
                                     start + 2,
-                                    "invalid group: `(?` must start `(?:`, `(?<name>`",
+                                    "invalid group: `(?` must start `(?:`, `(?<name>`, `(?i:`, `(?-i:` or `(?i)`",
                                 ))
                             }
                         }
@@ -233,7 +285,7 @@ impl<'a> P<'a> {
                             format!("groups nested deeper than {MAX_GROUP_NESTING}"),
                         ));
                     }
-                    stack.push(Frame { alts: Vec::new(), cur: Vec::new(), open: start });
+                    stack.push(Frame { alts: Vec::new(), cur: Vec::new(), open: start, ignore_case });
                 }
                 ')' => {
                     self.bump();
@@ -271,7 +323,7 @@ impl<'a> P<'a> {
                     }
                 }
                 _ => {
-                    let atom = self.atom()?;
+                    let atom = self.atom(stack.last().unwrap().ignore_case)?;
                     stack.last_mut().unwrap().cur.push(atom);
                     if let Some(q) = self.quantifier()? {
                         apply(stack.last_mut().unwrap(), q);
@@ -364,22 +416,48 @@ impl<'a> P<'a> {
         Ok(Some(q))
     }
 
-    fn atom(&mut self) -> Result<Node, RegexError> {
+    fn atom(&mut self, ignore_case: bool) -> Result<Node, RegexError> {
         let start = self.pos();
         let c = self.bump().expect("caller checked");
+        let fold = |ranges: Vec<(u32, u32)>| if ignore_case { fold_case(&ranges) } else { ranges };
         Ok(match c {
             '.' => Node::Class(complement(&LINE_TERMINATORS)),
-            '[' => Node::Class(self.class(start)?),
+            '[' => Node::Class(self.class(start, ignore_case)?),
             '\\' => match self.escape(start, false)? {
-                Esc::Class(r) => Node::Class(r),
-                Esc::Char(c) => Node::Class(vec![(c, c)]),
+                Esc::Class(r) => Node::Class(fold(r)),
+                Esc::Char(c) => Node::Class(fold(vec![(c, c)])),
             },
-            c => Node::Class(vec![(c as u32, c as u32)]),
+            c => Node::Class(fold(vec![(c as u32, c as u32)])),
         })
     }
 
-    /// After `[`: the class body up to and including `]`.
-    fn class(&mut self, open: usize) -> Result<Vec<(u32, u32)>, RegexError> {
+    /// After `(?` and a flag letter or `-`: `i)` / `-i)` (the flag for the rest of the
+    /// enclosing group) or `i:` / `-i:` (a group with the flag set or cleared). Only the `i`
+    /// flag is supported.
+    fn modifiers(&mut self, start: usize) -> Result<Modifiers, RegexError> {
+        self.i += 1; // `?`
+        let on = self.peek() != Some('-');
+        if !on {
+            self.bump();
+        }
+        if self.bump() != Some('i') {
+            return Err(self.err(
+                start,
+                self.pos(),
+                "only the `i` flag can be set in a group: `(?i:`, `(?-i:`, `(?i)`",
+            ));
+        }
+        match self.bump() {
+            Some(':') => Ok(Modifiers::Group(on)),
+            Some(')') => Ok(Modifiers::Rest(on)),
+            _ => Err(self.err(start, self.pos(), "a flag group is `(?i:...)`, `(?-i:...)` or `(?i)`")),
+        }
+    }
+
+    /// After `[`: the class body up to and including `]`. With `ignore_case`, the class is
+    /// closed under case before it is negated (ECMA-262: `[^a]` with `i` matches neither `a`
+    /// nor `A`).
+    fn class(&mut self, open: usize, ignore_case: bool) -> Result<Vec<(u32, u32)>, RegexError> {
         let negated = self.peek() == Some('^');
         if negated {
             self.bump();
@@ -420,7 +498,7 @@ impl<'a> P<'a> {
                 Esc::Class(r) => ranges.extend(r),
             }
         }
-        let ranges = canonical(ranges);
+        let ranges = if ignore_case { fold_case(&ranges) } else { canonical(ranges) };
         Ok(if negated { complement(&ranges) } else { ranges })
     }
 
@@ -578,7 +656,15 @@ impl Regex {
     /// [`RegexError`]: malformed syntax, or a construct that cannot be enforced
     /// ([`RegexError::is_unsupported`]).
     pub fn parse(pattern: &str) -> Result<Regex, RegexError> {
-        let p = P { text: pattern, chars: pattern.char_indices().collect(), i: 0 };
+        Regex::parse_with_flags(pattern, false)
+    }
+
+    /// Parses an ECMA-262 pattern with the `i` flag (case-insensitive matching) on or off.
+    ///
+    /// # Errors
+    /// As [`Regex::parse`].
+    pub fn parse_with_flags(pattern: &str, ignore_case: bool) -> Result<Regex, RegexError> {
+        let p = P { text: pattern, chars: pattern.char_indices().collect(), i: 0, ignore_case };
         Ok(Regex { node: p.parse()? })
     }
 

@@ -14,7 +14,8 @@
 //!
 //! Supported (XGrammar's syntax):
 //!
-//! * `Regex("pattern")`: an ECMA-262 pattern, full match (see [`crate::frontend::regex`]);
+//! * `Regex("pattern", flags="i")`: an ECMA-262 pattern, full match (see
+//!   [`crate::frontend::regex`]); `flags="i"` matches case-insensitively;
 //! * `Token(id, ...)`: one token whose id is listed; `ExcludeToken(id, ...)`: one token whose
 //!   id is not listed (ids below `2^24`; tokens are matched by id, not by text);
 //! * `TagDispatch(("trigger", rule), ..., stop_eos=true, stop_str=("...", ...),
@@ -76,17 +77,7 @@ impl<'a> Parser<'a> {
     /// The single dispatch point from a macro's name to its meaning.
     fn dispatch_macro(&mut self, name: &str, name_span: Span, args: MacroArgs<'a>) -> Result<Expr, SyntaxError> {
         match name {
-            "Regex" => {
-                let pattern = match (args.positional.as_slice(), args.named.as_slice()) {
-                    ([MacroValue::Str(bytes, span)], []) => match std::str::from_utf8(bytes) {
-                        Ok(p) => (p.to_string(), *span),
-                        Err(_) => return Err(self.error(*span, "the pattern of `Regex` must be UTF-8")),
-                    },
-                    _ => return Err(self.error(args.span, "`Regex` takes one string argument: Regex(\"pattern\")")),
-                };
-                crate::frontend::regex::regex_to_expr(&pattern.0)
-                    .map_err(|e| self.error(pattern.1, format!("in Regex pattern: {}", e.syntax())))
-            }
+            "Regex" => self.regex(args),
             "Token" | "ExcludeToken" => {
                 if !args.named.is_empty() {
                     return Err(self.error(args.named[0].1, format!("`{name}` takes no named arguments")));
@@ -106,6 +97,41 @@ impl<'a> Parser<'a> {
                 format!("unknown macro `{name}` (to use rule `{name}` before a group, put a space before `(`)"),
             )),
         }
+    }
+
+    /// `Regex("pattern", flags="i")`: an ECMA-262 pattern, full match; `flags` may set `i`
+    /// (case-insensitive).
+    fn regex(&self, args: MacroArgs<'a>) -> Result<Expr, SyntaxError> {
+        let usage = "`Regex` takes a pattern and optional flags: Regex(\"pattern\", flags=\"i\")";
+        let (pattern, span) = match args.positional.as_slice() {
+            [MacroValue::Str(bytes, span)] => match std::str::from_utf8(bytes) {
+                Ok(p) => (p, *span),
+                Err(_) => return Err(self.error(*span, "the pattern of `Regex` must be UTF-8")),
+            },
+            _ => return Err(self.error(args.span, usage)),
+        };
+        let mut ignore_case = false;
+        for (key, key_span, value) in &args.named {
+            match (*key, value) {
+                ("flags", MacroValue::Str(flags, flags_span)) => {
+                    for &f in flags {
+                        match f {
+                            b'i' => ignore_case = true,
+                            other => {
+                                let msg = format!("flag `{}` of `Regex` is not supported (only `i`)", other as char);
+                                return Err(self.error(*flags_span, msg));
+                            }
+                        }
+                    }
+                }
+                _ => return Err(self.error(*key_span, usage)),
+            }
+        }
+        crate::frontend::regex::Regex::parse_with_flags(pattern, ignore_case)
+            .and_then(|r| {
+                r.to_expr(pattern, crate::frontend::regex::Anchoring::FullMatch, &mut |c| Expr::Class(c.clone()))
+            })
+            .map_err(|e| self.error(span, format!("in Regex pattern: {}", e.syntax())))
     }
 
     /// A token id argument of macro `name`.
@@ -192,6 +218,13 @@ impl<'a> Parser<'a> {
                     ))
                 }
             }
+        }
+        if let Some(trigger) = t.triggers.iter().find(|trigger| t.excludes.contains(trigger)) {
+            let shown = match trigger {
+                Trigger::Text(b) => format!("\"{}\"", String::from_utf8_lossy(b).escape_default()),
+                Trigger::Token(id) => format!("token {id}"),
+            };
+            return Err(self.error(args.span, format!("the trigger {shown} of `{name}` is also in its excludes")));
         }
         Ok(Expr::TagDispatch(Box::new(t)))
     }

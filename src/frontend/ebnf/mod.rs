@@ -42,10 +42,12 @@
 //!   it is stored in [`Rule::lookahead`](crate::Rule::lookahead). Anywhere else it is an
 //!   error.
 //! * **Macros**: a name *immediately* followed by `(` is a macro call
-//!   (`TagDispatch(...)`, `Regex("...")`, ...; see `macros.rs`). None is supported yet;
-//!   a call is an error. XGrammar reads `foo(...)` as rule `foo` and a group when `foo` is
-//!   not a macro name; here, write a space: `foo (...)`. Rule attributes
-//!   (`name[max_tokens=10] ::=`) are not supported.
+//!   (`TagDispatch(...)`, `TokenTagDispatch(...)`, `Regex("...", flags="i")`, `Token(...)`,
+//!   `ExcludeToken(...)`; see `macros.rs`); an unknown name is an error. XGrammar reads
+//!   `foo(...)` as rule `foo` and a group when `foo` is not a macro name; here, write a
+//!   space: `foo (...)`. Not supported yet (errors, not ignored): the `Substring(...)` macro,
+//!   `Regex(..., json_string=true)`, and rule attributes (`name[lazy] ::=`,
+//!   `name[max_chars=10] ::=`).
 //!
 //! Parentheses nest at most 500 deep; the input is otherwise unbounded. Parsing takes
 //! time linear in the input and never recurses on the nesting of expressions (groups live

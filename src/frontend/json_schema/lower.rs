@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::fragment::{self, Fragment, SchemaFragmentCache};
 use super::merge::Merger;
-use super::model::{Document, Field, FromJson, Keywords, Kw, Num, Schema, TypeNames, View, is_annotation};
+use super::model::{is_annotation, Document, Field, FromJson, Keywords, Kw, Num, Schema, TypeNames, View};
 use super::negation::Excluded;
 use super::relax::Relaxations;
 use super::string::content_not_in;

@@ -46,8 +46,11 @@ pub(super) fn residue_multiples(l: &mut Lowerer<'_>, p: u64, j: u32, fraction: b
     let scaled = |r: u64, n: u32| (0..n).fold(r % p, |acc, _| acc * 10 % p);
     let integer: Vec<RuleId> = (0..p).map(|_| l.new_rule("mult")).collect();
     // fraction[i - 1][r]: after i >= 1 fraction digits, residue r.
-    let frac: Vec<Vec<RuleId>> =
-        if fraction { (1..=j).map(|_| (0..p).map(|_| l.new_rule("mult_frac")).collect()).collect() } else { Vec::new() };
+    let frac: Vec<Vec<RuleId>> = if fraction {
+        (1..=j).map(|_| (0..p).map(|_| l.new_rule("mult_frac")).collect()).collect()
+    } else {
+        Vec::new()
+    };
     let digit_then = |d: u64, next: RuleId| Expr::Seq(vec![dec_digit(d as u8, d as u8), Expr::Rule(next)]);
     let zeros_fraction = || Expr::Seq(vec![Expr::literal("."), Expr::plus(Expr::literal("0"))]);
     for r in 0..p {
@@ -66,7 +69,10 @@ pub(super) fn residue_multiples(l: &mut Lowerer<'_>, p: u64, j: u32, fraction: b
             if i < j && scaled(r, j - i) == 0 {
                 alts.push(Expr::Empty);
             }
-            l.define(frac[i as usize - 1][r as usize], if alts.is_empty() { super::lower::never() } else { Expr::Choice(alts) });
+            l.define(
+                frac[i as usize - 1][r as usize],
+                if alts.is_empty() { super::lower::never() } else { Expr::Choice(alts) },
+            );
         }
     }
     let first: Vec<Expr> = (1..10).map(|d| digit_then(d, integer[(d % p) as usize])).collect();

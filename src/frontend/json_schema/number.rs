@@ -735,7 +735,8 @@ impl Lowerer<'_> {
                     return Ok(int_range(ilo, ihi));
                 }
                 if ilo.is_none() && ihi.is_none() {
-                    let residue = d.scaled().and_then(|(p, j)| super::multiple_of::residue_multiples(self, p, j, false));
+                    let residue =
+                        d.scaled().and_then(|(p, j)| super::multiple_of::residue_multiples(self, p, j, false));
                     if let Some(e) = residue {
                         return Ok(e);
                     }
@@ -823,15 +824,17 @@ mod tests {
     fn decimal_text() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         let digit = prop_oneof![4 => Just('0'), 1 => Just('1'), 1 => Just('5'), 1 => Just('9')];
-        (any::<bool>(), prop_oneof![0u32..3, 0u32..30], proptest::collection::vec(digit, 0..9)).prop_map(|(neg, int, frac)| {
-            let frac: String = frac.into_iter().collect();
-            let sign = if neg { "-" } else { "" };
-            if frac.is_empty() {
-                format!("{sign}{int}")
-            } else {
-                format!("{sign}{int}.{frac}")
-            }
-        })
+        (any::<bool>(), prop_oneof![0u32..3, 0u32..30], proptest::collection::vec(digit, 0..9)).prop_map(
+            |(neg, int, frac)| {
+                let frac: String = frac.into_iter().collect();
+                let sign = if neg { "-" } else { "" };
+                if frac.is_empty() {
+                    format!("{sign}{int}")
+                } else {
+                    format!("{sign}{int}.{frac}")
+                }
+            },
+        )
     }
 
     proptest::proptest! {
