@@ -24,23 +24,24 @@ pub(super) fn lower(text: &str, ast: Ast<'_>, root: &str) -> Result<Grammar, Ebn
     let mut b = GrammarBuilder::new();
     let mut ids = Vec::with_capacity(ast.rules.len());
     for rule in &ast.rules {
-        if b.is_declared(rule.name) {
+        if b.is_declared(&rule.name) {
             return Err(at(rule.name_span, GrammarError::DuplicateRule { name: rule.name.to_string() }));
         }
-        ids.push(b.rule(rule.name));
+        ids.push(b.rule(&rule.name));
     }
     let first_rule = ast.rules.first().map_or(Span::new(0, 0), |r| r.name_span);
     if !b.is_declared(root) {
         return Err(at(first_rule, GrammarError::MissingRoot { name: root.to_string() }));
     }
     let mut resolved = Vec::with_capacity(ast.symbols.len());
-    for &Symbol { name, first_ref } in &ast.symbols {
+    for Symbol { name, first_ref } in &ast.symbols {
+        let (name, first_ref) = (name.as_ref(), *first_ref);
         if !b.is_declared(name) {
             return Err(at(first_ref, GrammarError::UndefinedRule { name: name.to_string() }));
         }
         resolved.push(b.rule(name));
     }
-    let definitions: Vec<(&str, Span)> = ast.rules.iter().map(|r| (r.name, r.name_span)).collect();
+    let definitions: Vec<(String, Span)> = ast.rules.iter().map(|r| (r.name.to_string(), r.name_span)).collect();
     for (rule, id) in ast.rules.into_iter().zip(ids) {
         let mut body = rule.body;
         resolve(&mut body, &resolved);

@@ -23,7 +23,8 @@
 //!   A trigger is a string or a token id; a body is a rule name or a string; `excludes` lists
 //!   strings or token ids. The named arguments are optional (defaults as shown, no stop strings,
 //!   no excludes);
-//! * `TokenTagDispatch((id, rule), ..., ...)`: the same with token triggers.
+//! * `TokenTagDispatch((id, rule), ..., ...)`: the same with token triggers;
+//! * `Substring("chunk", ...)`: any substring of the concatenated chunks (`substring.rs`).
 
 use std::collections::HashSet;
 
@@ -64,7 +65,7 @@ pub(super) struct MacroArgs<'a> {
 }
 
 /// Macros XGrammar defines; calls to them say "not supported yet" rather than "unknown".
-const XGRAMMAR_MACROS: [&str; 5] = ["TagDispatch", "Token", "ExcludeToken", "TokenTagDispatch", "Regex"];
+const XGRAMMAR_MACROS: [&str; 6] = ["TagDispatch", "Token", "ExcludeToken", "TokenTagDispatch", "Regex", "Substring"];
 
 impl<'a> Parser<'a> {
     /// Parses the arguments of a call to `name` (the next token is its `(`) and turns the
@@ -78,6 +79,7 @@ impl<'a> Parser<'a> {
     fn dispatch_macro(&mut self, name: &str, name_span: Span, args: MacroArgs<'a>) -> Result<Expr, SyntaxError> {
         match name {
             "Regex" => self.regex(args),
+            "Substring" => self.substring(args),
             "Token" | "ExcludeToken" => {
                 if !args.named.is_empty() {
                     return Err(self.error(args.named[0].1, format!("`{name}` takes no named arguments")));
@@ -327,7 +329,7 @@ impl<'a> Parser<'a> {
 }
 
 /// The source span of an argument value.
-fn span_of(v: &MacroValue<'_>) -> Span {
+pub(super) fn span_of(v: &MacroValue<'_>) -> Span {
     match v {
         MacroValue::Str(_, s) | MacroValue::Int(_, s) | MacroValue::Bool(_, s) | MacroValue::Ident(_, s) => *s,
         MacroValue::Tuple(_, s) => *s,

@@ -43,9 +43,9 @@
 //!   error.
 //! * **Macros**: a name *immediately* followed by `(` is a macro call
 //!   (`TagDispatch(...)`, `TokenTagDispatch(...)`, `Regex("...", flags="i")`, `Token(...)`,
-//!   `ExcludeToken(...)`; see `macros.rs`); an unknown name is an error. XGrammar reads
-//!   `foo(...)` as rule `foo` and a group when `foo` is not a macro name; here, write a
-//!   space: `foo (...)`. Not supported yet (errors, not ignored): the `Substring(...)` macro,
+//!   `ExcludeToken(...)`, `Substring("...", ...)`; see `macros.rs`); an unknown name is an
+//!   error. XGrammar reads `foo(...)` as rule `foo` and a group when `foo` is not a macro
+//!   name; here, write a space: `foo (...)`. Not supported yet (errors, not ignored):
 //!   `Regex(..., json_string=true)`, and rule attributes (`name[lazy] ::=`,
 //!   `name[max_chars=10] ::=`).
 //!
@@ -57,6 +57,7 @@ mod lexer;
 mod lower;
 mod macros;
 mod parser;
+mod substring;
 
 use crate::frontend::{Position, Span, SyntaxError};
 use crate::grammar::{Grammar, GrammarError};
