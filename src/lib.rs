@@ -89,7 +89,7 @@ pub mod internals {
 }
 
 pub use cache::{MaskCacheMode, MaskCacheStats, MaskPool, PoolStats};
-pub use compiled::CompiledGrammar;
+pub use compiled::{CompiledGrammar, LoadError, FORMAT_VERSION as SAVED_FORMAT_VERSION};
 pub use compiler::{
     CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_POOL_BYTES,
     DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN, JSON_GRAMMAR_EBNF, JSON_LEVELS_PER_SUBSCHEMA,
