@@ -231,3 +231,163 @@ fn a_malformed_payload_says_why() {
     assert!(matches!(&err, LoadError::Malformed(m) if m.starts_with("payload does not decode")), "{err:?}");
     assert!(err.to_string().starts_with("saved grammar malformed: payload does not decode"), "{err}");
 }
+
+/// A fresh, empty directory for one test (removed when dropped).
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("maskforge-saved-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+    /// The grammar files in the directory (temporary files excluded), sorted.
+    fn files(&self) -> Vec<std::path::PathBuf> {
+        let mut files: Vec<_> = std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        files
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn disk_compiler(vocab: &Vocabulary, dir: &TempDir, max_bytes: u64) -> GrammarCompiler {
+    GrammarCompiler::new(vocab.clone(), CompilerConfig::default().disk_cache(&dir.0, max_bytes))
+}
+
+const SCHEMA: &str = r#"{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"]}"#;
+
+#[test]
+fn a_restarted_compiler_loads_from_the_disk_cache() {
+    let dir = TempDir::new("restart");
+    let v = vocab("llama3");
+    let options = JsonSchemaOptions::default();
+    let first = disk_compiler(v, &dir, 1 << 30);
+    let compiled = first.compile_json_schema_str(SCHEMA, &options).unwrap();
+    let stats = first.grammar_cache_stats();
+    assert_eq!((stats.disk_hits, stats.disk_misses, stats.disk_errors), (0, 1, 0));
+    assert_eq!(dir.files().len(), 1);
+    assert!(dir.files()[0].extension().is_some_and(|e| e == "mfg"));
+
+    let restarted = disk_compiler(v, &dir, 1 << 30);
+    let loaded = restarted.compile_json_schema_str(SCHEMA, &options).unwrap();
+    let stats = restarted.grammar_cache_stats();
+    assert_eq!((stats.disk_hits, stats.disk_misses, stats.disk_errors), (1, 0, 0));
+    assert_eq!(loaded.grammar(), compiled.grammar());
+    assert_eq!(loaded.json_schema_report(), compiled.json_schema_report());
+    // Then from memory: the same product.
+    assert!(restarted.compile_json_schema_str(SCHEMA, &options).unwrap().ptr_eq(&loaded));
+    assert_eq!(restarted.grammar_cache_stats().disk_hits, 1);
+    let (mut a, mut b) = (GrammarMatcher::new(&compiled), GrammarMatcher::new(&loaded));
+    let mut rng = StdRng::seed_from_u64(7);
+    for _ in 0..20 {
+        let (ma, mb) = (mask(&mut a), mask(&mut b));
+        assert_eq!(ma, mb);
+        let ids: Vec<usize> = ma.allowed_ids().collect();
+        if ids.is_empty() || a.is_terminated() {
+            break;
+        }
+        let id = ids[rng.random_range(0..ids.len())] as u32;
+        assert!(a.accept_token(id) && b.accept_token(id));
+    }
+    // Other options, another tokenizer: other files.
+    let strict = JsonSchemaOptions { strict_mode: !options.strict_mode, ..options.clone() };
+    restarted.compile_json_schema_str(SCHEMA, &strict).unwrap();
+    disk_compiler(vocab("qwen3"), &dir, 1 << 30).compile_json_schema_str(SCHEMA, &options).unwrap();
+    assert_eq!(dir.files().len(), 3);
+}
+
+#[test]
+fn a_corrupted_file_is_removed_and_rebuilt() {
+    let dir = TempDir::new("corrupt");
+    let vocab = small_vocab();
+    disk_compiler(&vocab, &dir, 1 << 30).compile_grammar(r#"root ::= "ab"+"#).unwrap();
+    let file = dir.files().pop().unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&file, &bytes).unwrap();
+
+    let second = disk_compiler(&vocab, &dir, 1 << 30);
+    let g = second.compile_grammar(r#"root ::= "ab"+"#).unwrap();
+    let stats = second.grammar_cache_stats();
+    assert_eq!((stats.disk_hits, stats.disk_misses, stats.disk_errors), (0, 1, 1));
+    assert_eq!(std::fs::read(&file).unwrap(), g.serialize(), "rewritten whole");
+    let third = disk_compiler(&vocab, &dir, 1 << 30);
+    third.compile_grammar(r#"root ::= "ab"+"#).unwrap();
+    assert_eq!(third.grammar_cache_stats().disk_hits, 1);
+}
+
+#[test]
+fn the_disk_cache_stays_within_its_budget() {
+    let dir = TempDir::new("budget");
+    let vocab = small_vocab();
+    let grammars: Vec<String> = (1..=6).map(|n| format!(r#"root ::= "a{n}" "b"+"#)).collect();
+    // Measure one file, then allow about two and a half of them.
+    let one = disk_compiler(&vocab, &dir, u64::MAX).compile_grammar(&grammars[0]).unwrap().serialize().len() as u64;
+    let budget = one * 5 / 2;
+    let compiler = disk_compiler(&vocab, &dir, budget);
+    for g in &grammars[1..] {
+        compiler.compile_grammar(g).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20)); // distinct modification times
+    }
+    let sizes: u64 = dir.files().iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
+    assert!(sizes <= budget, "{sizes} bytes kept, budget {budget}");
+    assert!(dir.files().len() >= 2);
+    // The most recent grammars were kept, the oldest evicted.
+    let later = disk_compiler(&vocab, &dir, budget);
+    later.compile_grammar(&grammars[5]).unwrap();
+    later.compile_grammar(&grammars[0]).unwrap();
+    let stats = later.grammar_cache_stats();
+    assert_eq!((stats.disk_hits, stats.disk_misses), (1, 1));
+}
+
+#[test]
+fn two_compilers_share_a_directory_across_threads() {
+    let dir = TempDir::new("threads");
+    let vocab = small_vocab();
+    let grammars: Vec<String> = (1..=8).map(|n| format!(r#"root ::= ("a" | "bc"){{1,{n}}} "c""#)).collect();
+    std::thread::scope(|s| {
+        for seed in 0..2 {
+            let (vocab, dir, grammars) = (&vocab, &dir, &grammars);
+            s.spawn(move || {
+                let compiler = disk_compiler(vocab, dir, 1 << 30);
+                for round in 0..3 {
+                    for i in 0..grammars.len() {
+                        let g = &grammars[(i + seed * 3 + round) % grammars.len()];
+                        compiler.compile_grammar(g).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(dir.files().len(), grammars.len(), "one file per grammar, no temporary file left");
+    let reader = disk_compiler(&vocab, &dir, 1 << 30);
+    for g in &grammars {
+        let loaded = reader.compile_grammar(g).unwrap();
+        let fresh = GrammarCompiler::new(vocab.clone(), CompilerConfig::default()).compile_grammar(g).unwrap();
+        assert_eq!(loaded.grammar(), fresh.grammar());
+    }
+    assert_eq!(reader.grammar_cache_stats().disk_hits, grammars.len() as u64);
+}
+
+#[test]
+fn structural_tags_and_protocols_go_through_the_grammar_cache() {
+    let compiler = GrammarCompiler::new(vocab("llama3").clone(), CompilerConfig::default());
+    let tool = serde_json::json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}});
+    let options = ProtocolOptions::default();
+    let a = compiler.compile_protocol("qwen", &[tool.clone()], &ToolChoice::Auto, &options).unwrap();
+    let b = compiler.compile_protocol("qwen", &[tool], &ToolChoice::Auto, &options).unwrap();
+    assert!(a.ptr_eq(&b));
+    let tag = r#"{"type": "structural_tag", "format": {"type": "const_string", "value": "hi"}}"#;
+    let c = compiler.compile_structural_tag_str(tag).unwrap();
+    assert!(c.ptr_eq(&compiler.compile_structural_tag_str(tag).unwrap()));
+    let value: serde_json::Value = serde_json::from_str(tag).unwrap();
+    let d = compiler.compile_structural_tag(&value).unwrap();
+    assert!(d.ptr_eq(&compiler.compile_structural_tag(&value).unwrap()));
+    assert_eq!(compiler.grammar_cache_stats().hits, 3);
+}
