@@ -19,6 +19,9 @@
 //!   [`json_schema_to_grammar`] (with [`JsonSchemaOptions`] and a [`JsonSchemaReport`] of every
 //!   relaxed keyword), [`regex_to_expr`], [`structural_tag_to_grammar`],
 //!   [`protocol_structural_tag`]. Grammars can also be built with [`GrammarBuilder`].
+//! * Saved grammars: [`CompiledGrammar::serialize`] and [`CompiledGrammar::deserialize`] (a
+//!   versioned, checksummed format; a bad input is a [`LoadError`]), and a directory of them
+//!   shared by processes, [`CompilerConfig::disk_cache`].
 //! * Errors: [`Error`] wraps each front-end's typed error; every message is precise and none of
 //!   them is a panic.
 //!

@@ -380,7 +380,7 @@ fn structural_tags_and_protocols_go_through_the_grammar_cache() {
     let compiler = GrammarCompiler::new(vocab("llama3").clone(), CompilerConfig::default());
     let tool = serde_json::json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}});
     let options = ProtocolOptions::default();
-    let a = compiler.compile_protocol("qwen", &[tool.clone()], &ToolChoice::Auto, &options).unwrap();
+    let a = compiler.compile_protocol("qwen", std::slice::from_ref(&tool), &ToolChoice::Auto, &options).unwrap();
     let b = compiler.compile_protocol("qwen", &[tool], &ToolChoice::Auto, &options).unwrap();
     assert!(a.ptr_eq(&b));
     let tag = r#"{"type": "structural_tag", "format": {"type": "const_string", "value": "hi"}}"#;

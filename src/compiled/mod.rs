@@ -91,6 +91,8 @@ impl CompiledGrammar {
     /// Heap bytes used by the grammar's own structures (the vocabulary is shared and counted
     /// by [`Vocabulary::memory_usage`]).
     pub fn memory_usage(&self) -> usize {
-        self.inner.fsm.memory_usage() + self.inner.cache.memory_usage()
+        self.inner.fsm.memory_usage()
+            + self.inner.cache.memory_usage()
+            + self.inner.saved_ir.as_ref().map_or(0, |ir| ir.len())
     }
 }

@@ -1,4 +1,4 @@
-//! The persistent side of the whole-grammar cache ([`CompilerConfig::disk_cache`]): compiled
+//! The persistent side of the whole-grammar cache ([`crate::CompilerConfig::disk_cache`]): compiled
 //! grammars saved in a directory, so that a restarted server (or another process) loads them
 //! instead of compiling.
 //!
@@ -17,7 +17,7 @@
 //!   removed.
 //!
 //! The disk is a cache: any I/O failure (read-only directory, full disk) falls back to
-//! compiling and is counted in [`GrammarCacheStats::disk_errors`], never returned.
+//! compiling and is counted in [`crate::GrammarCacheStats::disk_errors`], never returned.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -29,9 +29,6 @@ use crate::cache::MaskPool;
 use crate::compiled::{CompiledGrammar, FORMAT_VERSION};
 use crate::error::Error;
 use crate::tokenizer::Vocabulary;
-
-#[cfg(doc)]
-use super::{CompilerConfig, GrammarCacheStats};
 
 /// The extension of saved grammar files in a cache directory.
 const EXTENSION: &str = "mfg";
