@@ -40,4 +40,8 @@ pub enum Error {
     /// A matcher call failed (invalid token id, rollback too far, short mask buffer).
     #[error(transparent)]
     Matcher(#[from] crate::matcher::MatcherError),
+    /// A saved grammar could not be read (truncated, corrupted, another format version or
+    /// vocabulary).
+    #[error(transparent)]
+    Load(#[from] crate::compiled::LoadError),
 }

@@ -19,6 +19,9 @@
 //!   [`json_schema_to_grammar`] (with [`JsonSchemaOptions`] and a [`JsonSchemaReport`] of every
 //!   relaxed keyword), [`regex_to_expr`], [`structural_tag_to_grammar`],
 //!   [`protocol_structural_tag`]. Grammars can also be built with [`GrammarBuilder`].
+//! * Saved grammars: [`CompiledGrammar::serialize`] and [`CompiledGrammar::deserialize`] (a
+//!   versioned, checksummed format; a bad input is a [`LoadError`]), and a directory of them
+//!   shared by processes, [`CompilerConfig::disk_cache`].
 //! * Errors: [`Error`] wraps each front-end's typed error; every message is precise and none of
 //!   them is a panic.
 //!
@@ -89,7 +92,7 @@ pub mod internals {
 }
 
 pub use cache::{MaskCacheMode, MaskCacheStats, MaskPool, PoolStats};
-pub use compiled::CompiledGrammar;
+pub use compiled::{CompiledGrammar, LoadError, FORMAT_VERSION as SAVED_FORMAT_VERSION};
 pub use compiler::{
     CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_POOL_BYTES,
     DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN, JSON_GRAMMAR_EBNF, JSON_LEVELS_PER_SUBSCHEMA,

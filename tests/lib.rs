@@ -19,6 +19,7 @@ mod matcher;
 mod pool;
 mod properties;
 mod protocols;
+mod saved;
 mod schema_depth;
 mod schema_properties;
 mod serving_api;

@@ -57,7 +57,7 @@ use crate::util::byteset::ByteSet;
 use crate::util::id::TokenId;
 
 /// The accepted part of a cache entry, in the smallest of three forms.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AdaptiveTokenMask {
     /// The accepted token ids, ascending.
     Accepted(Box<[TokenId]>),
@@ -69,7 +69,7 @@ pub enum AdaptiveTokenMask {
 }
 
 /// The cached classification of the vocabulary for one scannable state.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MaskEntry {
     /// Tokens valid in every context.
     pub accepted: AdaptiveTokenMask,
@@ -87,6 +87,37 @@ impl MaskEntry {
         };
         (list + self.uncertain.len()) * 4
     }
+
+    /// Checks that an entry read back from a saved grammar fits `vocab`: ids and sorted
+    /// positions in range and ascending, a bitset of the mask's length.
+    pub(crate) fn check_for(&self, vocab: &Vocabulary) -> Result<(), String> {
+        let accepted_ok = match &self.accepted {
+            AdaptiveTokenMask::Accepted(ids) | AdaptiveTokenMask::Rejected(ids) => {
+                ascending_below(ids.iter().map(|t| t.as_u32()), vocab.vocab_size())
+            }
+            AdaptiveTokenMask::Bitset(words) => words.len() == vocab.vocab_size().div_ceil(32),
+        };
+        if !accepted_ok {
+            return Err(format!(
+                "a cache entry's accepted tokens do not fit a vocabulary of {} ids",
+                vocab.vocab_size()
+            ));
+        }
+        if !ascending_below(self.uncertain.iter().copied(), vocab.sorted_token_ids().len()) {
+            return Err("a cache entry's uncertain tokens are out of range or out of order".into());
+        }
+        Ok(())
+    }
+}
+
+/// Whether `ids` ascend strictly and stay below `bound`.
+fn ascending_below(ids: impl Iterator<Item = u32>, bound: usize) -> bool {
+    let mut next_min = 0usize;
+    ids.into_iter().all(|id| {
+        let ok = id as usize >= next_min && (id as usize) < bound;
+        next_min = id as usize + 1;
+        ok
+    })
 }
 
 /// When cache entries are built.
@@ -291,6 +322,27 @@ impl MaskCache {
             done.fetch_add(1, Ordering::Relaxed);
         });
         done.into_inner()
+    }
+
+    /// The entries built so far with their memo slots ([`EntrySlot::index`]), in slot order:
+    /// what a saved grammar keeps.
+    pub fn built_entries(&self) -> impl Iterator<Item = (usize, &Arc<MaskEntry>)> {
+        self.entries.iter().enumerate().filter_map(|(slot, e)| e.get().map(|e| (slot, e)))
+    }
+
+    /// Stores `entry` (read back from a saved grammar) in memo slot `slot`, counted as built.
+    /// The caller has checked the entry against the vocabulary.
+    ///
+    /// # Errors
+    /// When the slot is out of range or already filled.
+    pub(crate) fn restore(&self, slot: usize, entry: MaskEntry) -> Result<(), String> {
+        let cell = self.entries.get(slot).ok_or_else(|| format!("cache entry slot {slot} out of range"))?;
+        let (bytes, uncertain) = (entry.memory_usage(), entry.uncertain.len());
+        cell.set(Arc::new(entry)).map_err(|_| format!("cache entry slot {slot} given twice"))?;
+        self.built.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.uncertain.fetch_add(uncertain, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The counters.

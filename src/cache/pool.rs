@@ -276,25 +276,10 @@ impl MaskPool {
 }
 
 /// A stable hash of everything about a vocabulary a cache entry depends on: the size, the
-/// bytes of every normal token by id, and which ids are special.
+/// bytes of every normal token by id, and which ids are special
+/// ([`Vocabulary::content_fingerprint`], memoized by the vocabulary).
 pub fn vocabulary_fingerprint(vocab: &Vocabulary) -> u64 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(b"maskforge-vocab-v1");
-    h.update(&(vocab.vocab_size() as u64).to_le_bytes());
-    for id in 0..vocab.vocab_size() as u32 {
-        let bytes = vocab.token_bytes(id);
-        let kind: u8 = if vocab.is_special(id) {
-            1
-        } else if vocab.is_padding(id) {
-            2
-        } else {
-            0
-        };
-        h.update(&[kind]);
-        h.update(&(bytes.len() as u32).to_le_bytes());
-        h.update(bytes);
-    }
-    h.digest()
+    vocab.content_fingerprint()
 }
 
 /// The pool key of the entry of `state` read in `context` (innermost parent first) whose

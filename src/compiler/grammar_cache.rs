@@ -4,9 +4,11 @@
 //!
 //! The key is a stable hash of the normalized input: a tag for the input kind, the source
 //! (EBNF text and root; a schema's JSON value, hashed member by member in its key order —
-//! property order is part of the grammar — without serializing it; a regex), the front-end
+//! property order is part of the grammar — without serializing it; a regex; a structural tag's
+//! JSON value or text, which covers protocols, whose request is lowered to a tag), the front-end
 //! options as JSON, and the compiler options that change the product (automaton limits, cache
-//! mode). Grammars given as IR are not cached
+//! mode). With a disk cache ([`super::disk_cache`]), a miss here looks for the grammar on disk
+//! before compiling. Grammars given as IR are not cached
 //! (there is no cheap canonical text for them). The cache is bounded by a number of grammars,
 //! least recently used first out; errors are not cached.
 
@@ -29,6 +31,12 @@ pub struct GrammarCacheStats {
     pub len: usize,
     /// The capacity in grammars (0: caching off).
     pub capacity: usize,
+    /// Compiles answered by loading a file of the disk cache ([`crate::CompilerConfig::disk_cache`]).
+    pub disk_hits: u64,
+    /// Compiles that found no file in the disk cache (then compiled and wrote one).
+    pub disk_misses: u64,
+    /// Disk cache files that did not load (removed and rebuilt) and writes that failed.
+    pub disk_errors: u64,
 }
 
 /// A bounded map from input hashes to compiled grammars.
@@ -56,7 +64,7 @@ impl GrammarCache {
     pub(crate) fn stats(&self) -> GrammarCacheStats {
         let s = self.inner.lock().stats();
         // Every compile that ran was stored (errors return before).
-        GrammarCacheStats { hits: s.hits, misses: s.inserts, len: s.len, capacity: s.budget }
+        GrammarCacheStats { hits: s.hits, misses: s.inserts, len: s.len, capacity: s.budget, ..Default::default() }
     }
 
     /// Whether the cache is on (a capacity above 0).

@@ -7,11 +7,13 @@
 //! documented on [`GrammarCompiler`].
 
 mod builtin;
+mod disk_cache;
 mod grammar_cache;
 mod json;
 mod special_tokens;
 mod structural;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,6 +62,8 @@ pub struct CompilerConfig {
     rule_fsm_cache_states: usize,
     schema_fragment_cache_len: usize,
     allow_special_token_text: bool,
+    /// A directory of saved grammars and its byte budget.
+    disk_cache: Option<(PathBuf, u64)>,
 }
 
 impl Default for CompilerConfig {
@@ -73,6 +77,7 @@ impl Default for CompilerConfig {
             rule_fsm_cache_states: DEFAULT_RULE_FSM_CACHE_STATES,
             schema_fragment_cache_len: DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN,
             allow_special_token_text: false,
+            disk_cache: None,
         }
     }
 }
@@ -171,6 +176,23 @@ impl CompilerConfig {
     pub fn get_allow_special_token_text(&self) -> bool {
         self.allow_special_token_text
     }
+    /// Keeps compiled grammars in directory `dir` too (created when needed), at most
+    /// `max_bytes` of them (least recently used out): a compiler started later, in this
+    /// process or another, loads a grammar compiled before instead of compiling it again.
+    /// Files are content-addressed by input, options, vocabulary and format version, written
+    /// atomically (several processes may share a directory), and a file that does not load is
+    /// removed and rebuilt. Only inputs the whole-grammar cache keys go there (EBNF, JSON
+    /// Schema, regex, structural tags, protocols; not [`GrammarCompiler::compile`]'s IR), and
+    /// only as they are at compile time (entries built later are not written back). See
+    /// [`CompiledGrammar::serialize`] for the file format.
+    pub fn disk_cache(mut self, dir: impl Into<PathBuf>, max_bytes: u64) -> Self {
+        self.disk_cache = Some((dir.into(), max_bytes));
+        self
+    }
+    /// The disk cache directory and byte budget, if any.
+    pub fn get_disk_cache(&self) -> Option<(&Path, u64)> {
+        self.disk_cache.as_ref().map(|(dir, max)| (dir.as_path(), *max))
+    }
 }
 
 /// Compiles grammars for one vocabulary. Cheap to clone (clones share the pool and the
@@ -214,6 +236,7 @@ pub struct GrammarCompiler {
     grammars: Arc<GrammarCache>,
     rule_fsms: Option<Arc<RuleFsmCache>>,
     fragments: Option<Arc<SchemaFragmentCache>>,
+    disk: Option<Arc<disk_cache::DiskCache>>,
     /// The vocabulary's special-token texts, computed once.
     special_texts: Arc<special_tokens::SpecialTexts>,
 }
@@ -232,7 +255,8 @@ impl GrammarCompiler {
         let fragments = (config.schema_fragment_cache_len > 0)
             .then(|| Arc::new(SchemaFragmentCache::new(config.schema_fragment_cache_len)));
         let special_texts = Arc::new(special_tokens::SpecialTexts::new(&vocab));
-        GrammarCompiler { vocab, config, pool, grammars, rule_fsms, fragments, special_texts }
+        let disk = config.disk_cache.clone().map(|(dir, max)| Arc::new(disk_cache::DiskCache::new(dir, max)));
+        GrammarCompiler { vocab, config, pool, grammars, rule_fsms, fragments, disk, special_texts }
     }
 
     /// A compiler for `vocab` sharing `pool` (whose budget then applies, not the config's).
@@ -259,7 +283,13 @@ impl GrammarCompiler {
 
     /// Counters of the whole-grammar cache.
     pub fn grammar_cache_stats(&self) -> GrammarCacheStats {
-        self.grammars.stats()
+        let disk = self.disk.as_ref().map(|d| d.stats()).unwrap_or_default();
+        GrammarCacheStats {
+            disk_hits: disk.hits,
+            disk_misses: disk.misses,
+            disk_errors: disk.errors,
+            ..self.grammars.stats()
+        }
     }
 
     /// Counters of the JSON Schema fragment cache (all zero when it is off).
@@ -280,14 +310,20 @@ impl GrammarCompiler {
         json: Option<&serde_json::Value>,
         compile: impl FnOnce() -> Result<CompiledGrammar, Error>,
     ) -> Result<CompiledGrammar, Error> {
-        if !self.grammars.enabled() {
+        if !self.grammars.enabled() && self.disk.is_none() {
             return compile();
         }
         let options =
             format!("{:?}|{:?}|{}", self.config.fsm, self.config.cache_mode, self.config.allow_special_token_text);
         let mut all: Vec<&[u8]> = parts.to_vec();
         all.push(options.as_bytes());
-        self.grammars.get_or_compile(grammar_cache::hash_parts(&all, json), compile)
+        let key = grammar_cache::hash_parts(&all, json);
+        // On a miss in memory, the disk cache (if any) is next.
+        let from_disk_or_compile = || match &self.disk {
+            Some(disk) => disk.get_or_compile(key, &self.vocab, self.pool.as_ref(), compile),
+            None => compile(),
+        };
+        self.grammars.get_or_compile(key, from_disk_or_compile)
     }
 
     /// The vocabulary grammars are compiled for.

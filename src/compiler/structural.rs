@@ -49,11 +49,14 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_structural_tag(&self, tag: &Value) -> Result<CompiledGrammar, Error> {
-        let (grammar, report) = match &self.fragments {
-            Some(fragments) => structural_tag_to_grammar_cached(tag, &self.vocab, fragments)?,
-            None => structural_tag_to_grammar(tag, &self.vocab)?,
-        };
-        Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
+        // Keyed by the tag's JSON value (a protocol request's too: its tag is its canonical form).
+        self.cached(&[b"structural-tag"], Some(tag), || {
+            let (grammar, report) = match &self.fragments {
+                Some(fragments) => structural_tag_to_grammar_cached(tag, &self.vocab, fragments)?,
+                None => structural_tag_to_grammar(tag, &self.vocab)?,
+            };
+            Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
+        })
     }
 
     /// Compiles a structural tag given as JSON text.
@@ -61,8 +64,10 @@ impl GrammarCompiler {
     /// # Errors
     /// As [`GrammarCompiler::compile_structural_tag`], and when the text is not JSON.
     pub fn compile_structural_tag_str(&self, tag: &str) -> Result<CompiledGrammar, Error> {
-        let (grammar, report) = structural_tag_str_to_grammar(tag, &self.vocab)?;
-        Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
+        self.cached(&[b"structural-tag-text", tag.as_bytes()], None, || {
+            let (grammar, report) = structural_tag_str_to_grammar(tag, &self.vocab)?;
+            Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
+        })
     }
 
     /// Compiles model protocol `name` (a file of `protocols/`, or an alias such as XGrammar's

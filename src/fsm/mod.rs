@@ -21,6 +21,7 @@
 //! consulting the context.
 
 mod build;
+mod check;
 mod class;
 mod determinize;
 mod flat;
@@ -147,7 +148,7 @@ impl Fsm {
 }
 
 /// How a rule of the automaton set behaves.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum RuleKind {
     /// An ordinary rule: its automaton accepts when it reaches a final state.
     Plain,
@@ -166,7 +167,7 @@ pub enum RuleKind {
 }
 
 /// One rule of a [`GrammarFsm`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FsmRule {
     /// The rule's name (synthetic rules get `parent_name$rep`-style names).
     pub name: String,
@@ -179,7 +180,7 @@ pub struct FsmRule {
 }
 
 /// A byte edge of the frozen automaton.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ByteEdge {
     /// Lowest byte.
     pub lo: u8,
@@ -190,7 +191,7 @@ pub struct ByteEdge {
 }
 
 /// A rule-reference edge of the frozen automaton.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RuleEdge {
     /// The referenced rule.
     pub rule: FsmRuleId,
@@ -202,7 +203,7 @@ pub struct RuleEdge {
 ///
 /// Rules `0..grammar.rules().len()` are the grammar's own rules with the same ids; synthetic
 /// rules (counted repetitions and their bodies) follow.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GrammarFsm {
     pub(crate) rules: Vec<FsmRule>,
     pub(crate) root: FsmRuleId,

@@ -17,6 +17,7 @@ mod expr;
 mod import;
 pub(crate) mod passes;
 mod print;
+pub(crate) mod saved;
 
 use std::sync::Arc;
 

@@ -151,6 +151,8 @@ pub(crate) struct ByteTable {
     /// Every token (normal or special, not padding) as a bitmask in the engine layout.
     token_mask: Vec<u32>,
     max_token_len: usize,
+    /// [`Vocabulary::content_fingerprint`], computed on first use (it reads every token).
+    fingerprint: std::sync::OnceLock<u64>,
 }
 
 /// A model's vocabulary: the bytes of every token id, special and stop tokens, and the normal
@@ -469,6 +471,47 @@ impl Vocabulary {
         &self.stop_ids
     }
 
+    /// A stable hash of everything about the token ids a mask depends on: the size, the bytes
+    /// of every normal token by id, and which ids are special or padding. Computed once per
+    /// vocabulary (it reads every token) and shared by its clones; the cross-grammar mask pool
+    /// keys its entries with it.
+    pub fn content_fingerprint(&self) -> u64 {
+        *self.bytes.fingerprint.get_or_init(|| {
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            h.update(b"maskforge-vocab-v1");
+            h.update(&(self.vocab_size as u64).to_le_bytes());
+            for id in 0..self.vocab_size as u32 {
+                let bytes = self.token_bytes(id);
+                let class: u8 = if self.is_special(id) {
+                    1
+                } else if self.is_padding(id) {
+                    2
+                } else {
+                    0
+                };
+                h.update(&[class]);
+                h.update(&(bytes.len() as u32).to_le_bytes());
+                h.update(bytes);
+            }
+            h.digest()
+        })
+    }
+
+    /// A stable hash identifying the vocabulary for saved grammars: the
+    /// [content fingerprint](Self::content_fingerprint), the [kind](Self::kind) and the stop
+    /// token ids. Two vocabularies with the same fingerprint give the same masks for any grammar.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(b"maskforge-vocab-fingerprint-v1");
+        h.update(&self.content_fingerprint().to_le_bytes());
+        h.update(&[self.kind() as u8]);
+        h.update(&(self.stop_ids.len() as u64).to_le_bytes());
+        for id in self.stop_ids.iter() {
+            h.update(&id.to_le_bytes());
+        }
+        h.digest()
+    }
+
     /// Whether `id` is a stop token.
     pub fn is_stop_token(&self, id: u32) -> bool {
         self.stop_ids.binary_search(&id).is_ok()
@@ -736,6 +779,7 @@ pub(crate) fn build_byte_table(
         normal_mask,
         token_mask,
         max_token_len,
+        fingerprint: std::sync::OnceLock::new(),
     })
 }
 

@@ -14,7 +14,9 @@
 macro_rules! define_id {
     ($(#[$meta:meta])* $vis:vis struct $name:ident;) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        // Serialized as the bare number (saved grammars).
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
         #[repr(transparent)]
         $vis struct $name(u32);
 

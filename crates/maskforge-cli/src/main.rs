@@ -64,6 +64,15 @@ enum Command {
     Maskbench(maskbench::MaskbenchArgs),
     /// The tool-calling benchmark (XGrammar-2 §4.1): static and dynamic tool sets per request.
     Toolbench(toolbench::ToolbenchArgs),
+    /// Compiles a grammar and saves it (with `--compiled FILE`, later runs load it instead of
+    /// compiling; the file is for the same `--tokenizer` only).
+    Compile {
+        #[command(flatten)]
+        source: GrammarArgs,
+        /// Where to write the compiled grammar.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
     /// Prints the allowed tokens after a prefix: their count, then their ids on one line.
     Mask {
         #[command(flatten)]
@@ -112,6 +121,7 @@ fn run(command: Command) -> Result<ExitCode, Failure> {
             }
         }
         Command::Mask { source, prefix, with_text } => mask(&source, &prefix, with_text),
+        Command::Compile { source, out } => compile(&source, &out),
         Command::Maskbench(args) => maskbench::run(&args),
         Command::Toolbench(args) => toolbench::run(&args),
     }
@@ -147,6 +157,14 @@ fn generate(args: &GrammarArgs, seed: u64, max_tokens: usize) -> Result<ExitCode
          later visits, in this request or another on the same grammar, reuse it)"
     );
     Ok(if walk.complete { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn compile(args: &GrammarArgs, out: &std::path::Path) -> Result<ExitCode, Failure> {
+    let loaded = Loaded::new(args)?;
+    let bytes = loaded.grammar.serialize();
+    std::fs::write(out, &bytes).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    outln!("wrote {} ({} bytes; compiled in {:.2} ms)", out.display(), bytes.len(), loaded.compile_ms);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn mask(args: &GrammarArgs, prefix: &str, with_text: bool) -> Result<ExitCode, Failure> {

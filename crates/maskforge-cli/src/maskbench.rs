@@ -41,6 +41,9 @@ pub struct MaskbenchArgs {
     /// Treat `format` as an annotation (not enforced).
     #[arg(long)]
     no_format: bool,
+    /// Keep compiled grammars in this directory (see `generate --cache-dir`).
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
 }
 
 fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -71,7 +74,8 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
     let mode = crate::source::cache_mode(&args.mode)?;
     let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
-    let compiler = GrammarCompiler::new(vocab, CompilerConfig::default().cache_mode(mode));
+    let config = crate::source::with_cache_dir(CompilerConfig::default().cache_mode(mode), args.cache_dir.as_ref());
+    let compiler = GrammarCompiler::new(vocab, config);
     let mut config = MaskBenchConfig {
         limit: Duration::from_secs_f64(args.limit_s),
         masks: !args.accept_only,

@@ -55,6 +55,24 @@ pub struct GrammarArgs {
     /// Allow at most one tool call.
     #[arg(long, requires = "protocol")]
     pub no_parallel_tool_calls: bool,
+    /// A grammar saved by `maskforge compile --out FILE` (for the same `--tokenizer`).
+    #[arg(long, conflicts_with_all = ["grammar", "schema", "regex", "builtin_json", "structural_tag", "protocol"])]
+    pub compiled: Option<PathBuf>,
+    /// Keep compiled grammars in this directory (at most 1 GiB, least recently used out): a
+    /// later run with the same source and tokenizer loads the grammar instead of compiling it.
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// The byte budget of a `--cache-dir` directory.
+pub const CACHE_DIR_BYTES: u64 = 1 << 30;
+
+/// The compiler configuration with the `--cache-dir` of a command, if any.
+pub fn with_cache_dir(config: CompilerConfig, dir: Option<&PathBuf>) -> CompilerConfig {
+    match dir {
+        Some(dir) => config.disk_cache(dir, CACHE_DIR_BYTES),
+        None => config,
+    }
 }
 
 /// A compiled grammar with its text encoder and the compile time.
@@ -76,9 +94,14 @@ impl Loaded {
         } else {
             load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?
         };
-        let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+        let compiler = GrammarCompiler::new(vocab, with_cache_dir(CompilerConfig::default(), args.cache_dir.as_ref()));
         let t = Instant::now();
-        let grammar = if let Some(path) = &args.grammar {
+        let grammar = if let Some(path) = &args.compiled {
+            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            CompiledGrammar::deserialize(&bytes, compiler.vocabulary()).map_err(|e| {
+                format!("{}: {e} (was it compiled with this --tokenizer, {}?)", path.display(), args.tokenizer)
+            })?
+        } else if let Some(path) = &args.grammar {
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             compiler.compile_grammar_with_root(&text, &args.root).map_err(|e| format!("{}: {e}", path.display()))?
         } else if let Some(path) = &args.schema {
@@ -116,7 +139,7 @@ impl Loaded {
             compiler.compile_builtin_json_grammar().map_err(|e| e.to_string())?
         } else {
             return Err(
-                "give --grammar FILE, --schema FILE, --regex PATTERN, --builtin-json, --structural-tag FILE or --protocol NAME --tools FILE"
+                "give --grammar FILE, --schema FILE, --regex PATTERN, --builtin-json, --structural-tag FILE, --protocol NAME --tools FILE or --compiled FILE"
                     .into(),
             );
         };

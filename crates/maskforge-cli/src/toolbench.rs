@@ -66,6 +66,9 @@ pub struct ToolbenchArgs {
     /// Write a JSON array with one object per setting here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Keep compiled grammars in this directory (see `generate --cache-dir`).
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
 }
 
 pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, Failure> {
@@ -101,7 +104,7 @@ pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, Failure> {
             Box::new(ProtocolCalls::new(name, ToolChoice::Auto, options).map_err(|e| e.to_string())?)
         }
     };
-    let config = CompilerConfig::default()
+    let config = crate::source::with_cache_dir(CompilerConfig::default(), args.cache_dir.as_ref())
         .cache_mode(mode)
         .precompute_budget(args.precompute_ms.map(|ms| Duration::from_secs_f64(ms / 1e3)))
         .pool_bytes((args.pool_mib * (1u64 << 20) as f64) as usize)

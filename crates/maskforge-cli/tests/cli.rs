@@ -238,3 +238,65 @@ fn runners_report_progress_and_units() {
     assert!(code == 0 || code == 1, "{err}");
     assert!(out.contains("in microseconds") && out.contains("wall: seconds"), "{out}");
 }
+
+#[test]
+fn compile_saves_a_grammar_that_compiled_loads() {
+    let g = grammar_file("saved", "root ::= [0-9]+ \";\"\n");
+    let out = std::env::temp_dir().join(format!("maskforge-cli-{}-saved.mfg", std::process::id()));
+    let out = out.to_string_lossy().into_owned();
+    let (code, stdout, err) = maskforge(&["compile", "--tokenizer", "llama2", "--grammar", &g, "--out", &out]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.starts_with(&format!("wrote {out} (")), "{stdout}");
+    let from_source = maskforge(&["mask", "--tokenizer", "llama2", "--grammar", &g, "--prefix", "12"]);
+    let from_saved = maskforge(&["mask", "--tokenizer", "llama2", "--compiled", &out, "--prefix", "12"]);
+    assert_eq!(from_saved.0, 0, "{from_saved:?}");
+    assert_eq!(from_saved.1, from_source.1);
+    let (code, stdout, _) = maskforge(&["check", "--tokenizer", "llama2", "--compiled", &out, "--text", "42;"]);
+    assert_eq!(code, 0, "{stdout}");
+    let (code, _, _) =
+        maskforge(&["generate", "--tokenizer", "llama2", "--compiled", &out, "--seed", "7", "--max-tokens", "200"]);
+    assert_eq!(code, 0);
+    // Another tokenizer, a damaged file, a file that is not a saved grammar: exit 2 with why.
+    let (code, _, err) = maskforge(&["mask", "--tokenizer", "llama3", "--compiled", &out]);
+    assert_eq!(code, 2);
+    assert!(err.contains("compiled for vocabulary") && err.contains("--tokenizer"), "{err}");
+    let mut bytes = std::fs::read(&out).unwrap();
+    bytes.truncate(bytes.len() - 1);
+    std::fs::write(&out, &bytes).unwrap();
+    let (code, _, err) = maskforge(&["mask", "--tokenizer", "llama2", "--compiled", &out]);
+    assert_eq!(code, 2);
+    assert!(err.contains("saved grammar truncated"), "{err}");
+    let (code, _, err) = maskforge(&["mask", "--tokenizer", "llama2", "--compiled", &g]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a saved maskforge grammar"), "{err}");
+    let (code, _, err) = maskforge(&["mask", "--compiled", &out, "--grammar", &g]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot be used with"), "{err}");
+    let _ = std::fs::remove_file(&out);
+}
+
+#[test]
+fn cache_dir_keeps_grammars_across_runs() {
+    let dir = std::env::temp_dir().join(format!("maskforge-cli-{}-cache", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let args = ["mask", "--tokenizer", "llama2", "--regex", "[a-c]{2,5}", "--prefix", "ab", "--cache-dir", &dir_arg];
+    let first = maskforge(&args);
+    assert_eq!(first.0, 0, "{first:?}");
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1);
+    assert!(files[0].extension().is_some_and(|e| e == "mfg"));
+    let second = maskforge(&args);
+    assert_eq!(second.1, first.1);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "loaded, not written again");
+    // Proof that the run reads the file: put another saved grammar (`x+`) under its name; the
+    // same command then rejects the prefix `ab`.
+    let other = dir.join("other.bin").to_string_lossy().into_owned();
+    let (code, _, err) = maskforge(&["compile", "--tokenizer", "llama2", "--regex", "x+", "--out", &other]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::rename(&other, &files[0]).unwrap();
+    let (code, _, err) = maskforge(&args);
+    assert_eq!(code, 2);
+    assert!(err.contains("the prefix is rejected at token 0"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

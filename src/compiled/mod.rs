@@ -4,13 +4,17 @@
 //! an `Arc` inside: cloning is a reference-count increment, and it is `Send + Sync` so that a
 //! serving engine can compile once and hand it to matchers on any thread.
 
-use std::sync::Arc;
+mod saved;
+
+use std::sync::{Arc, OnceLock};
 
 use crate::cache::{MaskCache, MaskCacheStats, MaskPool};
 use crate::frontend::json_schema::JsonSchemaReport;
 use crate::fsm::GrammarFsm;
 use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
+
+pub use saved::{LoadError, FORMAT_VERSION};
 
 /// A grammar compiled for one vocabulary; see [`crate::GrammarCompiler`].
 #[derive(Clone, Debug)]
@@ -20,7 +24,11 @@ pub struct CompiledGrammar {
 
 #[derive(Debug)]
 struct CompiledInner {
-    grammar: Grammar,
+    /// Set at compile time; for a loaded grammar, decoded from `saved_ir` on first use.
+    grammar: OnceLock<Grammar>,
+    /// For a loaded grammar, its IR in the saved encoding: matching never reads the IR, so
+    /// loading skips building it (most of a load's cost otherwise).
+    saved_ir: Option<Box<[u8]>>,
     fsm: Arc<GrammarFsm>,
     vocab: Vocabulary,
     cache: MaskCache,
@@ -30,10 +38,16 @@ struct CompiledInner {
 
 impl CompiledGrammar {
     pub(crate) fn new(grammar: Grammar, fsm: GrammarFsm, vocab: Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
+        let compiled = Self::assemble(None, fsm, vocab, pool);
+        compiled.inner.grammar.set(grammar).expect("a fresh grammar cell is empty");
+        compiled
+    }
+    /// A grammar whose IR is `saved_ir` (or set right after, with `saved_ir` `None`).
+    fn assemble(saved_ir: Option<Box<[u8]>>, fsm: GrammarFsm, vocab: Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
         let cache = MaskCache::new(&fsm, pool);
-        CompiledGrammar {
-            inner: Arc::new(CompiledInner { grammar, fsm: Arc::new(fsm), vocab, cache, json_schema_report: None }),
-        }
+        let fsm = Arc::new(fsm);
+        let inner = CompiledInner { grammar: OnceLock::new(), saved_ir, fsm, vocab, cache, json_schema_report: None };
+        CompiledGrammar { inner: Arc::new(inner) }
     }
     /// Whether `self` and `other` are the same compiled grammar (clones of one product, e.g. two
     /// answers of the whole-grammar cache), not merely equal ones.
@@ -59,9 +73,12 @@ impl CompiledGrammar {
     pub fn json_schema_report(&self) -> Option<&JsonSchemaReport> {
         self.inner.json_schema_report.as_deref()
     }
-    /// The grammar IR.
+    /// The grammar IR. For a grammar read by [`CompiledGrammar::deserialize`] it is decoded on
+    /// the first call (loading does not need it); should the saved IR not decode, which only a
+    /// crafted file with a valid checksum can cause, this is the grammar `root ::= ""` (the
+    /// masks come from the automata and are not affected).
     pub fn grammar(&self) -> &Grammar {
-        &self.inner.grammar
+        self.inner.grammar.get_or_init(|| saved::decode_ir(self.inner.saved_ir.as_deref().unwrap_or_default()))
     }
     /// The rule automata.
     pub fn fsm(&self) -> &Arc<GrammarFsm> {
@@ -74,6 +91,8 @@ impl CompiledGrammar {
     /// Heap bytes used by the grammar's own structures (the vocabulary is shared and counted
     /// by [`Vocabulary::memory_usage`]).
     pub fn memory_usage(&self) -> usize {
-        self.inner.fsm.memory_usage() + self.inner.cache.memory_usage()
+        self.inner.fsm.memory_usage()
+            + self.inner.cache.memory_usage()
+            + self.inner.saved_ir.as_ref().map_or(0, |ir| ir.len())
     }
 }
