@@ -93,6 +93,9 @@ fn cmp_mag(a: &str, b: &str) -> std::cmp::Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
+/// A bound of a range: the value, and whether it is excluded; `None` for no bound.
+type Bound = Option<(Dec, bool)>;
+
 /// A decimal number: sign, integer digits (canonical), fraction digits (no trailing zeros).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Dec {
@@ -704,7 +707,7 @@ impl Lowerer<'_> {
     fn integer_between(
         &mut self,
         ptr: &str,
-        (lo, hi): (Option<(Dec, bool)>, Option<(Dec, bool)>),
+        (lo, hi): (Bound, Bound),
         multiple: Option<Dec>,
         int_multiple: Option<u64>,
     ) -> Result<Expr, SchemaError> {
