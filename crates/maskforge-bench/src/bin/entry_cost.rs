@@ -41,8 +41,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let schema = value.get("schema").cloned().unwrap_or(value);
     let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
     let t = Instant::now();
-    let options =
-        if args.iter().any(|a| a == "--spec") { JsonSchemaOptions::spec_compliant() } else { JsonSchemaOptions::default() };
+    let options = if args.iter().any(|a| a == "--spec") {
+        JsonSchemaOptions::spec_compliant()
+    } else {
+        JsonSchemaOptions::default()
+    };
     let grammar = compiler.compile_json_schema(&schema, &options)?;
     println!(
         "compile {:.2} ms, {} rules, {} states",
