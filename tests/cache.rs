@@ -116,3 +116,65 @@ fn llama3_maskbench_schemas_cache_equals_oracle() {
     }
     assert!(checked >= 15, "only {checked} schemas checked");
 }
+
+/// The lexical-loop fast path (`build_base_from_loop`) against the vocabulary walk
+/// (`build_base`): for every reachable scannable state on a loop, in its certain context.
+/// Returns how many states were compared.
+fn loop_slices_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
+    use maskforge::cache::{build_base, build_base_from_loop, reachable_scannable_states};
+    let (fsm, vocab) = (grammar.fsm(), grammar.vocabulary());
+    let mut compared = 0;
+    for (state, _) in reachable_scannable_states(fsm, vocab) {
+        let context = grammar.mask_cache().certain_context(fsm, state);
+        for context in [context, &[][..]] {
+            if let Some(fast) = build_base_from_loop(fsm, context, vocab, state) {
+                prop_assert_eq!(fast, build_base(fsm, context, vocab, state), "state {}", state);
+                compared += 1;
+            }
+        }
+    }
+    Ok(compared)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn loop_slices_equal_walks_on_random_grammars(g in gen::grammar(), counted in any::<bool>()) {
+        loop_slices_equal_walks(&compile(&g, &small_vocab(), MaskCacheMode::Jit, counted))?;
+    }
+}
+
+/// The same with real vocabularies on grammars with string bodies, digit and whitespace runs,
+/// escapes and multi-byte characters (Llama 3: byte-level; Llama 2: byte fallback, `0xFF`
+/// tokens), and on MaskBench schemas with Llama 3.
+#[test]
+fn loop_slices_equal_walks_with_real_vocabularies() {
+    use crate::support::fixtures::maskbench_files;
+    use maskforge::JsonSchemaOptions;
+    let sources = [
+        r#"root ::= "{" [ \t\n]* "\"a\"" [ \t\n]* ":" [ \t\n]* "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])* "\"" [ \t\n]* "}""#,
+        r#"root ::= [0-9]+ ("." [0-9]+)? | "x" [a-z]* "!" | [^\n]* "\n""#,
+        r#"root ::= ("é" | [α-ω] | "ab")* "." root | "" "#,
+        r#"root ::= "\"" ([^"\\] | esc)* "\"" [ ]* "," root | "."  esc ::= "\\" (["n] | "u" [0-9a-f]{4})"#,
+    ];
+    let mut compared = 0;
+    for tokenizer in ["llama3", "llama2"] {
+        let v = vocab(tokenizer).clone();
+        for src in sources {
+            let g = maskforge::parse_ebnf(src, "root").unwrap();
+            compared += loop_slices_equal_walks(&compile(&g, &v, MaskCacheMode::Jit, false)).unwrap();
+        }
+    }
+    let v = vocab("llama3").clone();
+    let compiler = GrammarCompiler::new(v, CompilerConfig::default());
+    // Both option sets: strict (string bodies inline) and spec-compliant (keys of additional
+    // properties reach escapes through rule edges: leave bytes).
+    for (i, (_, file)) in maskbench_files().iter().step_by(150).enumerate() {
+        let options = if i % 2 == 0 { JsonSchemaOptions::default() } else { JsonSchemaOptions::spec_compliant() };
+        if let Ok(grammar) = compiler.compile_json_schema(&file["schema"], &options) {
+            compared += loop_slices_equal_walks(&grammar).unwrap();
+        }
+    }
+    assert!(compared >= 20, "only {compared} loop states compared");
+}

@@ -15,13 +15,6 @@ use crate::util::byteset::ByteSet;
 use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
 
-/// A token's verdict in [`walk_positions`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Uncertain,
-    Rejected,
-}
-
 /// Classifies every normal token of `vocab` for the scannable state `state` seen in its certain
 /// `context` (see [`Parser::isolated`]); `follow` is the set of bytes that may follow the
 /// outermost rule of that context.
@@ -57,30 +50,38 @@ pub fn build_base(fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary
             all.push_candidate(pos, p.exit_sets[x as usize]);
         }
     }
-    let Walk { accepted, candidates, candidate_exits, exit_sets } = all;
-    BaseEntry {
-        accepted: smallest_form(vocab, accepted),
-        candidates: candidates.into_boxed_slice(),
-        candidate_exits: candidate_exits.into_boxed_slice(),
-        exit_sets: exit_sets.into_boxed_slice(),
-    }
+    let accepted = smallest_form(vocab, std::mem::take(&mut all.accepted));
+    all.into_base(accepted)
 }
 
 /// The classification of a range of the sorted vocabulary: accepted ids and candidate
 /// positions with their exit bytes; everything else is rejected (materialized only if that is
 /// the smallest form).
 #[derive(Default)]
-struct Walk {
-    accepted: Vec<TokenId>,
+pub(super) struct Walk {
+    pub(super) accepted: Vec<TokenId>,
     candidates: Vec<u32>,
     candidate_exits: Vec<u32>,
     exit_sets: Vec<ByteSet>,
 }
 
 impl Walk {
+    /// The base entry of this walk, whose accepted tokens (these and any others) are `accepted`.
+    pub(super) fn into_base(self, accepted: BaseAccepted) -> BaseEntry {
+        BaseEntry {
+            accepted,
+            candidates: self.candidates.into_boxed_slice(),
+            candidate_exits: self.candidate_exits.into_boxed_slice(),
+            exit_sets: self.exit_sets.into_boxed_slice(),
+        }
+    }
+
     fn push_candidate(&mut self, pos: u32, exits: ByteSet) {
-        // Few distinct sets per entry (usually one to three): a linear search is the fastest.
-        let x = match self.exit_sets.iter().position(|s| *s == exits) {
+        // Runs of candidates share a set (every token extending one failed prefix), so the last
+        // set is tried first; there are few distinct sets per entry (usually one to three, a
+        // few hundred when the rule may end before any byte), so a linear search finds others.
+        let last = self.candidate_exits.last().map(|&x| x as usize).filter(|&x| self.exit_sets[x] == exits);
+        let x = match last.or_else(|| self.exit_sets.iter().position(|s| *s == exits)) {
             Some(x) => x,
             None => {
                 self.exit_sets.push(exits);
@@ -94,7 +95,7 @@ impl Walk {
 
 /// How many tokens start with a byte `state` can read (the tokens the walk does not reject at
 /// their first byte): the cost of a walk.
-fn first_byte_candidates(fsm: &GrammarFsm, state: StateId, vocab: &Vocabulary) -> usize {
+pub(super) fn first_byte_candidates(fsm: &GrammarFsm, state: StateId, vocab: &Vocabulary) -> usize {
     fsm.byte_edges(state).iter().map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len()).sum()
 }
 
@@ -125,10 +126,7 @@ fn walk(
         // The byte at `held` cannot be read inside the rule. The token is a candidate (uncertain
         // for some follow sets) when the rule can end after some j in 1..=held bytes; the byte
         // after such an end must then follow the rule.
-        let mut exit_bytes = ByteSet::EMPTY;
-        for j in reader.ends() {
-            exit_bytes.insert(bytes[j]);
-        }
+        let exit_bytes = reader.exit_bytes(bytes);
         let candidate = !exit_bytes.is_empty();
         // Every following token that extends `bytes[..=held]` gets the same verdict.
         if candidate {
@@ -151,7 +149,8 @@ fn walk(
 }
 
 /// Classifies the tokens at the sorted positions `positions` (ascending) with an isolated
-/// parser, sharing prefixes between consecutive ones: the walk of [`walk`] over a subset.
+/// parser, sharing prefixes between consecutive ones, and decides the candidates with `follow`:
+/// the accepted ids and the uncertain positions of [`walk_listed`].
 pub(super) fn walk_positions(
     fsm: &Arc<GrammarFsm>,
     context: &[StateId],
@@ -160,20 +159,35 @@ pub(super) fn walk_positions(
     state: StateId,
     positions: &[u32],
 ) -> (Vec<TokenId>, Vec<u32>) {
+    let walk = walk_listed(fsm, context, vocab, state, positions);
+    let live: Vec<bool> = walk.exit_sets.iter().map(|s| s.intersects(follow)).collect();
+    let uncertain =
+        walk.candidates.iter().zip(&walk.candidate_exits).filter(|(_, &x)| live[x as usize]).map(|(&p, _)| p).collect();
+    (walk.accepted, uncertain)
+}
+
+/// The walk of [`walk`] over the tokens at the sorted positions `positions` (ascending) only.
+pub(super) fn walk_listed(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+    positions: &[u32],
+) -> Walk {
     let mut reader = PrefixReader::new(fsm, state, context);
     let ids = vocab.sorted_token_ids();
-    let (mut accepted, mut uncertain) = (Vec::new(), Vec::new());
+    let mut out = Walk::default();
     let mut prev: &[u8] = &[];
-    // A prefix length of `prev` whose next byte fails, and the verdict of every token sharing it.
-    let mut failed: Option<(usize, Class)> = None;
+    // A prefix length of `prev` whose next byte fails, and the exit bytes of every token
+    // sharing it (empty: rejected).
+    let mut failed: Option<(usize, ByteSet)> = None;
     for &pos in positions {
-        let id = TokenId::from_u32(ids[pos as usize]);
         let bytes = vocab.sorted_token_bytes(pos as usize);
         let lcp = crate::tokenizer::common_prefix_len(prev, bytes);
-        if let Some((f, class)) = failed {
+        if let Some((f, exits)) = failed {
             if lcp > f {
-                if class == Class::Uncertain {
-                    uncertain.push(pos);
+                if !exits.is_empty() {
+                    out.push_candidate(pos, exits);
                 }
                 continue;
             }
@@ -182,16 +196,16 @@ pub(super) fn walk_positions(
         let held = reader.read(bytes, lcp);
         prev = bytes;
         if held == bytes.len() {
-            accepted.push(id);
+            out.accepted.push(TokenId::from_u32(ids[pos as usize]));
             continue;
         }
-        let class = if reader.ends().any(|j| follow.contains(bytes[j])) { Class::Uncertain } else { Class::Rejected };
-        if class == Class::Uncertain {
-            uncertain.push(pos);
+        let exits = reader.exit_bytes(bytes);
+        if !exits.is_empty() {
+            out.push_candidate(pos, exits);
         }
-        failed = Some((held, class));
+        failed = Some((held, exits));
     }
-    (accepted, uncertain)
+    out
 }
 
 /// An isolated parser reading consecutive tokens of the sorted vocabulary: it keeps the prefix
@@ -234,35 +248,56 @@ impl PrefixReader {
         held
     }
 
-    /// The lengths `j` in 1..=held after which the rule could end.
-    fn ends(&self) -> impl Iterator<Item = usize> + '_ {
-        let any = self.exits[self.held] > 0;
-        (1..=self.held).filter(move |&j| any && self.exits[j] > self.exits[j - 1])
+    /// The bytes of `bytes` (the token last read) that come right after a length `j` in
+    /// 1..=held after which the rule could end.
+    fn exit_bytes(&self, bytes: &[u8]) -> ByteSet {
+        let mut exits = ByteSet::EMPTY;
+        if self.exits[self.held] > 0 {
+            for j in (1..=self.held).filter(|&j| self.exits[j] > self.exits[j - 1]) {
+                exits.insert(bytes[j]);
+            }
+        }
+        exits
     }
 }
 
 /// The smallest form of a walk's accepted tokens.
 pub(super) fn smallest_form(vocab: &Vocabulary, mut accepted: Vec<TokenId>) -> BaseAccepted {
     let bitset_words = mask_words(vocab.vocab_size());
-    let ids = vocab.sorted_token_ids();
-    let not_accepted_len = ids.len() - accepted.len();
+    let not_accepted_len = vocab.sorted_token_ids().len() - accepted.len();
     if accepted.len() <= not_accepted_len && accepted.len() <= bitset_words {
         accepted.sort_unstable();
+        return BaseAccepted::Accepted(accepted.into_boxed_slice());
+    }
+    let mut bits = vec![0u32; bitset_words];
+    for &id in &accepted {
+        bits[id.word()] |= id.bit();
+    }
+    smallest_form_of_bits(vocab, bits, accepted.len())
+}
+
+/// The smallest form of the accepted tokens given as a vocabulary mask `bits` (engine layout)
+/// with `count` bits set: the form [`smallest_form`] picks for the same tokens.
+pub(super) fn smallest_form_of_bits(vocab: &Vocabulary, bits: Vec<u32>, count: usize) -> BaseAccepted {
+    let bitset_words = bits.len();
+    let ids = vocab.sorted_token_ids();
+    let not_accepted_len = ids.len() - count;
+    let has = |id: TokenId| bits[id.word()] & id.bit() != 0;
+    if count <= not_accepted_len && count <= bitset_words {
+        let mut accepted = Vec::with_capacity(count);
+        for (w, &word) in bits.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                accepted.push(TokenId::from_u32((w * 32) as u32 + rest.trailing_zeros()));
+                rest &= rest - 1;
+            }
+        }
         BaseAccepted::Accepted(accepted.into_boxed_slice())
     } else if not_accepted_len <= bitset_words {
-        let mut bits = vec![0u32; bitset_words];
-        for &id in &accepted {
-            bits[id.word()] |= id.bit();
-        }
-        let mut other: Vec<TokenId> =
-            ids.iter().map(|&id| TokenId::from_u32(id)).filter(|&id| bits[id.word()] & id.bit() == 0).collect();
+        let mut other: Vec<TokenId> = ids.iter().map(|&id| TokenId::from_u32(id)).filter(|&id| !has(id)).collect();
         other.sort_unstable();
         BaseAccepted::NotAccepted(other.into_boxed_slice())
     } else {
-        let mut bits = vec![0u32; bitset_words];
-        for id in accepted {
-            bits[id.word()] |= id.bit();
-        }
         BaseAccepted::Bitset(bits.into_boxed_slice())
     }
 }

@@ -22,6 +22,7 @@
 use std::sync::Arc;
 
 use super::build::{smallest_form, walk_positions};
+use super::lexical_loop::{region_key, step};
 use super::MaskEntry;
 use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
@@ -64,31 +65,7 @@ impl FreeTextBase {
 /// pool. A breadth-first numbering of the free-text states reachable from `start`, hashed
 /// with every byte edge (an edge leaving free text is written as such).
 pub(super) fn free_text_key(fsm: &GrammarFsm, start: StateId) -> u128 {
-    const LEAVES: u32 = u32::MAX;
-    let mut ids: crate::util::hash::FastMap<StateId, u32> = crate::util::hash::FastMap::default();
-    let mut queue = vec![start];
-    ids.insert(start, 0);
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut i = 0;
-    while i < queue.len() {
-        let s = queue[i];
-        i += 1;
-        h.update(&(fsm.byte_edges(s).len() as u32).to_le_bytes());
-        for e in fsm.byte_edges(s) {
-            let target = if fsm.is_free_text(e.target) {
-                let next = ids.len() as u32;
-                *ids.entry(e.target).or_insert_with(|| {
-                    queue.push(e.target);
-                    next
-                })
-            } else {
-                LEAVES
-            };
-            h.update(&[e.lo, e.hi]);
-            h.update(&target.to_le_bytes());
-        }
-    }
-    h.digest128()
+    region_key(fsm, start, |t| fsm.is_free_text(t), |_| ByteSet::EMPTY)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -184,15 +161,4 @@ fn free_walk(
             i += 1;
         }
     }
-}
-
-/// The target of the byte edge of `s` reading `b` (dispatch automata are deterministic).
-#[inline]
-fn step(fsm: &GrammarFsm, s: StateId, b: u8) -> Option<StateId> {
-    for e in fsm.byte_edges(s) {
-        if b <= e.hi {
-            return (e.lo <= b).then_some(e.target);
-        }
-    }
-    None
 }

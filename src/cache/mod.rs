@@ -38,6 +38,7 @@
 pub mod base;
 mod build;
 mod dispatch;
+mod lexical_loop;
 pub mod pool;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -206,6 +207,11 @@ pub struct MaskCache {
     /// Per `TagDispatch` rule, the tokens its start state reads as free text (see
     /// `dispatch.rs`), computed on first use.
     free_text: crate::util::hash::FastMap<FsmRuleId, OnceLock<Arc<dispatch::FreeTextBase>>>,
+    /// Without a pool, the slices of lexical loops this grammar walked (see `lexical_loop.rs`).
+    /// The grammar's lexical loops, found on the first long walk.
+    loops: OnceLock<lexical_loop::Loops>,
+    /// (A std mutex: it is unwind-safe, and the map stays consistent if a holder panics.)
+    loop_slices: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<lexical_loop::LoopSlice>>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -223,6 +229,8 @@ impl MaskCache {
             contexts: certain_contexts(fsm),
             shared: pool.map(|pool| Shared { pool, hashes: hash_rules(fsm) }),
             free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
+            loops: OnceLock::new(),
+            loop_slices: Default::default(),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
@@ -274,10 +282,10 @@ impl MaskCache {
                     (Arc::new(dispatch::free_text_entry(fsm, context, follow, vocab, state, base)), 3)
                 }
                 (None, Some((pool, key))) => {
-                    let (e, lookup) = pool.get_or_build(key, follow, vocab, || build_base(fsm, context, vocab, state));
+                    let (e, lookup) = pool.get_or_build(key, follow, vocab, || self.walk(fsm, context, vocab, state));
                     (e, lookup as usize)
                 }
-                (None, None) => (Arc::new(build_entry(fsm, context, follow, vocab, state)), 3),
+                (None, None) => (Arc::new(self.walk(fsm, context, vocab, state).derive(follow, vocab)), 3),
             };
             self.origins[origin].fetch_add(1, Ordering::Relaxed);
             self.built.fetch_add(1, Ordering::Relaxed);
@@ -285,6 +293,33 @@ impl MaskCache {
             self.uncertain.fetch_add(e.uncertain.len(), Ordering::Relaxed);
             e
         })
+    }
+
+    /// The base entry of `state` in `context`: from the slice of its lexical loop when it has one
+    /// worth it (see `lexical_loop.rs`), else by the vocabulary walk ([`build_base`]).
+    fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
+        let loops = self.loops.get_or_init(|| lexical_loop::Loops::new(fsm));
+        let Some(in_loop) = loops.to_slice(fsm, vocab, state) else {
+            return build_base(fsm, context, vocab, state);
+        };
+        let key = lexical_loop::loop_key(fsm, state, &in_loop);
+        let build = || lexical_loop::LoopSlice::new(fsm, vocab, state, &in_loop);
+        let slice = match &self.shared {
+            Some(sh) => sh.pool.loop_slice(key, build),
+            None => {
+                let found = self.loop_slices().get(&key).cloned();
+                found.unwrap_or_else(|| {
+                    let slice = Arc::new(build());
+                    Arc::clone(self.loop_slices().entry(key).or_insert(slice))
+                })
+            }
+        };
+        lexical_loop::loop_base(fsm, context, vocab, state, &slice)
+    }
+
+    /// The per-grammar slices, locked (a panic while the lock was held left the map whole).
+    fn loop_slices(&self) -> std::sync::MutexGuard<'_, crate::util::hash::FastMap<u128, Arc<lexical_loop::LoopSlice>>> {
+        self.loop_slices.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The parents every occurrence of `state` has, innermost first: while the current rule has
@@ -364,7 +399,23 @@ impl MaskCache {
             + self.follow.capacity() * std::mem::size_of::<ByteSet>()
             + self.shared.as_ref().map_or(0, |sh| sh.hashes.memory_usage())
             + self.bytes.load(Ordering::Relaxed)
+            + self.loop_slices().values().map(|s| s.memory_usage()).sum::<usize>()
     }
+}
+
+/// The base entry of `state` in `context` built from the slice of its lexical loop, however
+/// short its walk would be (`None` when the state is on no loop; see `lexical_loop.rs`): the
+/// fast path of [`MaskCache`] alone, for tests and benchmarks to compare with [`build_base`].
+pub fn build_base_from_loop(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+) -> Option<BaseEntry> {
+    let loops = lexical_loop::Loops::new(fsm);
+    let in_loop = loops.loop_of(state, fsm)?;
+    let slice = lexical_loop::LoopSlice::new(fsm, vocab, state, &in_loop);
+    Some(lexical_loop::loop_base(fsm, context, vocab, state, &slice))
 }
 
 /// Per rule, the chain of single use sites (see [`MaskCache::certain_context`]).

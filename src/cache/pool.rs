@@ -50,6 +50,7 @@ use parking_lot::Mutex;
 
 use super::base::BaseEntry;
 use super::dispatch::FreeTextBase;
+use super::lexical_loop::LoopSlice;
 use super::MaskEntry;
 use crate::fsm::hash::FsmHashes;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
@@ -164,10 +165,16 @@ pub struct MaskPool {
     /// so at most [`FREE_TEXT_BASES`] of them (2 MiB for a 128k vocabulary), outside the byte
     /// budget of the entries.
     free_text: Mutex<BoundedCache<u128, Arc<FreeTextBase>>>,
+    /// Slices of lexical loops by [`super::lexical_loop::loop_key`]: one bit per token plus the
+    /// tokens leaving the loop, so at most [`LOOP_SLICES`] of them, outside the byte budget too.
+    loop_slices: Mutex<BoundedCache<u128, Arc<LoopSlice>>>,
 }
 
 /// How many free-text bases a pool keeps (a serving process sees a few protocols).
 pub const FREE_TEXT_BASES: usize = 128;
+/// How many lexical-loop slices a pool keeps (string bodies of a few character classes, digit
+/// and whitespace runs: a handful per vocabulary; 16 KiB and up each for a 128k vocabulary).
+pub const LOOP_SLICES: usize = 256;
 
 impl std::fmt::Debug for MaskPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -188,19 +195,20 @@ impl MaskPool {
             vocab_id: vocabulary_fingerprint(vocab),
             inner: Mutex::new(Inner { map: BoundedCache::by_weight(budget_bytes, Stored::bytes), partial_hits: 0 }),
             free_text: Mutex::new(BoundedCache::by_count(FREE_TEXT_BASES)),
+            loop_slices: Mutex::new(BoundedCache::by_count(LOOP_SLICES)),
         }
     }
 
     /// The free-text base under `key` (see [`super::dispatch::free_text_key`]), built by `build`
     /// (outside the lock) when absent.
     pub(super) fn free_text_base(&self, key: u128, build: impl FnOnce() -> FreeTextBase) -> Arc<FreeTextBase> {
-        if let Some(base) = self.free_text.lock().get(&key) {
-            return Arc::clone(base);
-        }
-        let base = Arc::new(build());
-        let released = self.free_text.lock().insert(key, Arc::clone(&base));
-        drop(released);
-        base
+        get_or_insert(&self.free_text, key, build)
+    }
+
+    /// The slice of the lexical loop under `key` (see [`super::lexical_loop::loop_key`]), built
+    /// by `build` (outside the lock) when absent.
+    pub(super) fn loop_slice(&self, key: u128, build: impl FnOnce() -> LoopSlice) -> Arc<LoopSlice> {
+        get_or_insert(&self.loop_slices, key, build)
     }
 
     /// The fingerprint of the vocabulary the pool serves ([`vocabulary_fingerprint`]).
@@ -273,6 +281,17 @@ impl MaskPool {
         drop(released);
         (entry, lookup)
     }
+}
+
+/// The value under `key` in `cache`, built by `build` (outside the lock) and inserted when absent.
+fn get_or_insert<T>(cache: &Mutex<BoundedCache<u128, Arc<T>>>, key: u128, build: impl FnOnce() -> T) -> Arc<T> {
+    if let Some(value) = cache.lock().get(&key) {
+        return Arc::clone(value);
+    }
+    let value = Arc::new(build());
+    let released = cache.lock().insert(key, Arc::clone(&value));
+    drop(released);
+    value
 }
 
 /// A stable hash of everything about a vocabulary a cache entry depends on: the size, the

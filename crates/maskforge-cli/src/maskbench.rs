@@ -44,6 +44,10 @@ pub struct MaskbenchArgs {
     /// Keep compiled grammars in this directory (see `generate --cache-dir`).
     #[arg(long)]
     cache_dir: Option<PathBuf>,
+    /// Threads of the pool the library walks the vocabulary on (default: rayon's, one per core;
+    /// `1` for single-thread figures).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -72,6 +76,7 @@ fn name_of(p: &Path) -> String {
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
+    crate::source::size_thread_pool(args.threads);
     let mode = crate::source::cache_mode(&args.mode)?;
     let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
     let config = crate::source::with_cache_dir(CompilerConfig::default().cache_mode(mode), args.cache_dir.as_ref());

@@ -177,3 +177,11 @@ pub fn cache_mode(mode: &str) -> Result<maskforge::MaskCacheMode, String> {
             .map_err(|_| format!("--mode {k}: expected `jit`, `aot` or a number of states")),
     }
 }
+
+/// Sizes the rayon pool the library uses to `threads` (when given) before anything starts it:
+/// the pool reads `RAYON_NUM_THREADS` when it is first used.
+pub fn size_thread_pool(threads: Option<usize>) {
+    if let Some(n) = threads {
+        std::env::set_var("RAYON_NUM_THREADS", n.max(1).to_string());
+    }
+}

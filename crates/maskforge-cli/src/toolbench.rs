@@ -55,6 +55,10 @@ pub struct ToolbenchArgs {
     /// Only the first mask per request (no per-step masks): faster, for long runs.
     #[arg(long)]
     first_mask_only: bool,
+    /// Threads of the pool the library walks the vocabulary on (default: rayon's, one per core;
+    /// `1` for single-thread figures).
+    #[arg(long)]
+    threads: Option<usize>,
     /// Calls in this model family's protocol format (`protocols/NAME.json`, e.g. `llama`,
     /// `harmony`) instead of plain JSON `{"name": ..., "arguments": ...}`; use the family's
     /// tokenizer.
@@ -72,6 +76,7 @@ pub struct ToolbenchArgs {
 }
 
 pub fn run(args: &ToolbenchArgs) -> Result<ExitCode, Failure> {
+    crate::source::size_thread_pool(args.threads);
     let mode = crate::source::cache_mode(&args.mode)?;
     let settings: Vec<Setting> = args
         .setting

@@ -1,0 +1,387 @@
+//! Vocabulary slices of lexical loops: the fast path for the cache entries of states inside a
+//! byte-level loop of their rule (a JSON string body, a run of digits or whitespace).
+//!
+//! A state is *simple* when its rule is plain, it is not final, and the rules it references (an
+//! escape sequence, say) are not nullable, nor are those their start states reference, and so
+//! on: an item on it predicts their start items, which complete nothing before reading a byte.
+//! Their first bytes are the state's *leave bytes*. An isolated parser whose items (origin 0)
+//! all sit on simple states holds, after a byte that none of them leaves on and that leads only
+//! to simple states, exactly the items of those states and their predictions: nothing
+//! completes. (Byte edges may overlap: the automaton of a pattern whose subset construction gave
+//! up is not deterministic, and the items are then a set of states.) The *loop* of a simple
+//! state `s` is the set of simple states reachable from `s` through simple states by byte edges
+//! that also reach `s` back. So for the entry of `s`:
+//!
+//! * a token whose bytes keep every item inside the loop is read entirely: accepted;
+//! * a token that meets, inside the loop, a byte with no edge (or the sentinel lead, which the
+//!   walk never reads) fails where the rule cannot end (no loop state is final): rejected;
+//! * only a token that takes an edge out of the loop or a leave byte (from any of its items)
+//!   needs the parser.
+//!
+//! Which tokens stay, die or leave depends only on the vocabulary and on the loop itself (its
+//! states' edges and leave bytes, an edge out of the loop written as such), not on the grammar
+//! around it. A
+//! [`LoopSlice`] records it once per (vocabulary, loop); the pool keeps it for every grammar of
+//! that vocabulary (a grammar without a pool keeps its own), and an entry then costs the
+//! parser walk of the leaving tokens: for a JSON string body of a 128k vocabulary, the few
+//! thousand tokens holding a quote or a backslash instead of the 126k that start with a
+//! string byte. The entry is the one the full walk builds, token for token.
+
+use std::sync::Arc;
+
+use super::base::BaseEntry;
+use super::build::{first_byte_candidates, smallest_form_of_bits, walk_listed};
+use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
+use crate::tokenizer::Vocabulary;
+use crate::util::bitset::mask_words;
+use crate::util::byteset::ByteSet;
+use crate::util::hash::FastMap;
+use crate::util::sentinel::Sentinel;
+
+/// Walks with fewer candidate tokens than this are cheap enough as they are.
+const MIN_FIRST_BYTE_TOKENS: usize = 2048;
+/// Rules predicted from one state beyond which it is not treated as simple (escape sequences
+/// predict one or two).
+const MAX_PREDICTED_RULES: usize = 16;
+
+/// Which tokens stay inside a lexical loop, and which leave it (see the module docs).
+#[derive(Debug)]
+pub(crate) struct LoopSlice {
+    /// Normal tokens read entirely inside the loop, as a mask by token id (engine layout, the
+    /// length of a vocabulary mask).
+    inside: Box<[u32]>,
+    /// How many bits `inside` has set.
+    inside_len: usize,
+    /// Sorted positions of the tokens that take an edge out of the loop.
+    leaving: Box<[u32]>,
+}
+
+impl LoopSlice {
+    /// Runs every token of `vocab` from `start` while it stays in `in_loop`.
+    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, start: StateId, in_loop: &Loop<'_>) -> Self {
+        let ids = vocab.sorted_token_ids();
+        let lcp = vocab.sorted_lcp();
+        let n = ids.len();
+        let mut inside = vec![0u32; mask_words(vocab.vocab_size())];
+        let mut inside_len = 0;
+        let mut leaving = Vec::new();
+        let mut sets = StateSets::new(start);
+        let mut i = 0;
+        while i < n {
+            let bytes = vocab.sorted_token_bytes(i);
+            sets.truncate((lcp[i] as usize).min(sets.len() - 1) + 1);
+            let mut k = sets.len() - 1;
+            // The byte where the token dies or leaves, and whether it leaves.
+            let mut stop = None;
+            while k < bytes.len() {
+                let next = if Sentinel::is_lead(bytes[k]) { Next::Dies } else { sets.step(fsm, bytes[k], in_loop) };
+                match next {
+                    Next::Stays => k += 1,
+                    Next::Leaves => {
+                        stop = Some((k, true));
+                        break;
+                    }
+                    Next::Dies => {
+                        stop = Some((k, false));
+                        break;
+                    }
+                }
+            }
+            let Some((k, leaves)) = stop else {
+                let id = ids[i];
+                inside[id as usize / 32] |= 1 << (id % 32);
+                inside_len += 1;
+                i += 1;
+                continue;
+            };
+            // Every token sharing the first `k + 1` bytes dies or leaves at the same byte.
+            let end = (i + 1..n).find(|&j| lcp[j] as usize <= k).unwrap_or(n);
+            if leaves {
+                leaving.extend(i as u32..end as u32);
+            }
+            i = end;
+        }
+        LoopSlice { inside: inside.into_boxed_slice(), inside_len, leaving: leaving.into_boxed_slice() }
+    }
+}
+
+/// What a byte does to the item set of a [`LoopSlice`] walk.
+enum Next {
+    /// Every item moves to loop states (at least one item).
+    Stays,
+    /// Some item moves out of the loop.
+    Leaves,
+    /// No item reads the byte.
+    Dies,
+}
+
+/// The item sets of a walk inside a loop, one per byte of the last walked token: states of a
+/// rule automaton that may be non-deterministic (a pattern's automaton when subset construction
+/// gave up), all with origin 0, so a set of states is the parser's whole item set.
+struct StateSets {
+    states: Vec<StateId>,
+    /// Set `k` is `states[starts[k]..starts[k + 1]]` (the last one runs to the end).
+    starts: Vec<usize>,
+}
+
+impl StateSets {
+    fn new(start: StateId) -> Self {
+        StateSets { states: vec![start], starts: vec![0] }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if len < self.starts.len() {
+            self.states.truncate(self.starts[len]);
+            self.starts.truncate(len);
+        }
+    }
+
+    /// Reads `b` from the last set, pushing the next one when it [`Next::Stays`].
+    fn step(&mut self, fsm: &GrammarFsm, b: u8, in_loop: &Loop<'_>) -> Next {
+        let last = *self.starts.last().expect("a walk always has a set");
+        let end = self.states.len();
+        for i in last..end {
+            if in_loop.leaves_on(self.states[i], b) {
+                self.states.truncate(end);
+                return Next::Leaves;
+            }
+            for e in fsm.byte_edges(self.states[i]) {
+                if e.lo > b {
+                    break;
+                }
+                if b > e.hi || self.states[end..].contains(&e.target) {
+                    continue;
+                }
+                if !in_loop.contains(e.target) {
+                    self.states.truncate(end);
+                    return Next::Leaves;
+                }
+                self.states.push(e.target);
+            }
+        }
+        if self.states.len() == end {
+            return Next::Dies;
+        }
+        self.starts.push(end);
+        Next::Stays
+    }
+}
+
+/// The target of the byte edge of `s` reading `b`, for a state whose byte edges are disjoint.
+#[inline]
+pub(super) fn step(fsm: &GrammarFsm, s: StateId, b: u8) -> Option<StateId> {
+    for e in fsm.byte_edges(s) {
+        if b <= e.hi {
+            return (e.lo <= b).then_some(e.target);
+        }
+    }
+    None
+}
+
+/// The leave bytes of `s` if it is simple (see the module docs).
+fn leave_bytes(fsm: &GrammarFsm, s: StateId) -> Option<ByteSet> {
+    if !matches!(fsm.rule(fsm.rule_of(s)).kind, RuleKind::Plain) || fsm.is_final(s) {
+        return None;
+    }
+    let mut leave = ByteSet::EMPTY;
+    let mut seen = Vec::new();
+    let mut stack: Vec<FsmRuleId> = fsm.rule_edges(s).iter().map(|e| e.rule).collect();
+    while let Some(r) = stack.pop() {
+        if seen.contains(&r) {
+            continue;
+        }
+        seen.push(r);
+        let rule = fsm.rule(r);
+        if rule.nullable || seen.len() > MAX_PREDICTED_RULES {
+            return None;
+        }
+        for e in fsm.byte_edges(rule.start) {
+            leave.insert_range(e.lo, e.hi);
+        }
+        stack.extend(fsm.rule_edges(rule.start).iter().map(|e| e.rule));
+    }
+    Some(leave)
+}
+
+/// A loop: its states (sorted) and the leave bytes of those that have some.
+pub(crate) struct Loop<'a> {
+    states: std::borrow::Cow<'a, [StateId]>,
+    leave: &'a FastMap<StateId, ByteSet>,
+}
+
+impl Loop<'_> {
+    fn contains(&self, s: StateId) -> bool {
+        self.states.binary_search(&s).is_ok()
+    }
+
+    fn leave(&self, s: StateId) -> ByteSet {
+        self.leave.get(&s).copied().unwrap_or(ByteSet::EMPTY)
+    }
+
+    #[inline]
+    fn leaves_on(&self, s: StateId, b: u8) -> bool {
+        !self.leave.is_empty() && self.leave(s).contains(b)
+    }
+}
+
+/// The lexical loops of a grammar: the strongly connected components of its simple states
+/// under byte edges between simple states, computed once per grammar on first use.
+#[derive(Debug)]
+pub(crate) struct Loops {
+    /// Per state, its component; `u32::MAX` for states that are not simple.
+    component: Vec<u32>,
+    /// Per component, its states (sorted) when it holds a cycle (more than one state, or a
+    /// state with an edge to itself); empty otherwise.
+    members: Vec<Vec<StateId>>,
+    /// The leave bytes of the simple states that have some.
+    leave: FastMap<StateId, ByteSet>,
+}
+
+impl Loops {
+    pub(super) fn new(fsm: &GrammarFsm) -> Self {
+        let n = fsm.state_len();
+        let mut leave = FastMap::default();
+        let simple: Vec<bool> = fsm
+            .states()
+            .map(|s| match leave_bytes(fsm, s) {
+                Some(bytes) if !bytes.is_empty() => leave.insert(s, bytes).is_none(),
+                Some(_) => true,
+                None => false,
+            })
+            .collect();
+        let successors = |i: usize| {
+            let s = StateId::new(i);
+            let edges = if simple[i] { fsm.byte_edges(s) } else { &[] };
+            edges.iter().map(|e| e.target.index()).filter(|&t| simple[t])
+        };
+        let mut component = crate::util::scc::strongly_connected_components(n, successors);
+        let count = component.iter().max().map_or(0, |&c| c as usize + 1);
+        let mut size = vec![0u32; count];
+        for &c in &component {
+            size[c as usize] += 1;
+        }
+        let mut cyclic: Vec<bool> = size.iter().map(|&k| k > 1).collect();
+        for i in 0..n {
+            if simple[i] && fsm.byte_edges(StateId::new(i)).iter().any(|e| e.target.index() == i) {
+                cyclic[component[i] as usize] = true;
+            }
+            if !simple[i] {
+                component[i] = u32::MAX;
+            }
+        }
+        let mut members = vec![Vec::new(); count];
+        for (i, &c) in component.iter().enumerate() {
+            if c != u32::MAX && cyclic[c as usize] {
+                members[c as usize].push(StateId::new(i));
+            }
+        }
+        Loops { component, members, leave }
+    }
+
+    /// The loop of `state` (sorted), when its entry is worth building from a [`LoopSlice`]: the
+    /// state is simple, lies on a cycle of simple states, and its walk would be long.
+    pub(super) fn to_slice(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Option<Loop<'_>> {
+        self.loop_of(state, fsm).filter(|_| first_byte_candidates(fsm, state, vocab) >= MIN_FIRST_BYTE_TOKENS)
+    }
+
+    /// The loop of `state`, if it is simple: the cycle of simple states it lies on, or for a state
+    /// on none (the first byte of a string, where a pattern or a known key may start), the state
+    /// and the cycles its byte edges lead to, if any.
+    pub(super) fn loop_of(&self, state: StateId, fsm: &GrammarFsm) -> Option<Loop<'_>> {
+        let members = |s: StateId| {
+            let c = self.component[s.index()];
+            self.members.get(c as usize).filter(|m| !m.is_empty())
+        };
+        if let Some(states) = members(state) {
+            return Some(Loop { states: std::borrow::Cow::Borrowed(states), leave: &self.leave });
+        }
+        if self.component[state.index()] == u32::MAX {
+            return None;
+        }
+        let mut states = vec![state];
+        for e in fsm.byte_edges(state) {
+            if let Some(m) = members(e.target).filter(|m| !m.contains(&state) && !states.contains(&m[0])) {
+                states.extend_from_slice(m);
+            }
+        }
+        if states.len() == 1 {
+            return None;
+        }
+        states.sort_unstable();
+        Some(Loop { states: std::borrow::Cow::Owned(states), leave: &self.leave })
+    }
+}
+
+/// A key for the [`LoopSlice`] of `start` with loop `in_loop`: a breadth-first numbering of the
+/// loop's states from `start`, hashed with every byte edge (an edge out of the loop written as
+/// such) and the leave bytes. Two loops with the same key walk every token alike.
+pub(super) fn loop_key(fsm: &GrammarFsm, start: StateId, in_loop: &Loop<'_>) -> u128 {
+    region_key(fsm, start, |t| in_loop.contains(t), |s| in_loop.leave(s))
+}
+
+/// The structural key of the region of states `inside` from `start`, each state with the bytes
+/// `leave` gives it (see [`loop_key`]; the free-text part of a dispatch is keyed the same way).
+pub(super) fn region_key(
+    fsm: &GrammarFsm,
+    start: StateId,
+    inside: impl Fn(StateId) -> bool,
+    leave: impl Fn(StateId) -> ByteSet,
+) -> u128 {
+    const LEAVES: u32 = u32::MAX;
+    let mut ids: FastMap<StateId, u32> = FastMap::default();
+    let mut queue = vec![start];
+    ids.insert(start, 0);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut i = 0;
+    while i < queue.len() {
+        let s = queue[i];
+        i += 1;
+        h.update(&(fsm.byte_edges(s).len() as u32).to_le_bytes());
+        for w in leave(s).words() {
+            h.update(&w.to_le_bytes());
+        }
+        for e in fsm.byte_edges(s) {
+            let target = if inside(e.target) {
+                let next = ids.len() as u32;
+                *ids.entry(e.target).or_insert_with(|| {
+                    queue.push(e.target);
+                    next
+                })
+            } else {
+                LEAVES
+            };
+            h.update(&[e.lo, e.hi]);
+            h.update(&target.to_le_bytes());
+        }
+    }
+    h.digest128()
+}
+
+/// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it), from
+/// the slice of its loop: the tokens inside are accepted, the leaving ones walked.
+pub(super) fn loop_base(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+    slice: &LoopSlice,
+) -> BaseEntry {
+    let walk = walk_listed(fsm, context, vocab, state, &slice.leaving);
+    let mut bits = slice.inside.to_vec();
+    for id in &walk.accepted {
+        bits[id.word()] |= id.bit();
+    }
+    let accepted = smallest_form_of_bits(vocab, bits, slice.inside_len + walk.accepted.len());
+    walk.into_base(accepted)
+}
+
+impl LoopSlice {
+    /// Heap bytes used.
+    pub(crate) fn memory_usage(&self) -> usize {
+        (self.inside.len() + self.leaving.len()) * 4
+    }
+}
