@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::GrammarCompiler;
 use crate::compiled::CompiledGrammar;
 use crate::error::Error;
-use crate::frontend::protocol::{protocol_structural_tag, ProtocolOptions, ToolChoice};
+use crate::frontend::protocol::{protocol_structural_tag, Protocol, ProtocolOptions, ToolChoice};
 use crate::frontend::structural_tag::{
     structural_tag_str_to_grammar, structural_tag_to_grammar, structural_tag_to_grammar_cached, TokenLookup,
 };
@@ -86,6 +86,22 @@ impl GrammarCompiler {
         options: &ProtocolOptions,
     ) -> Result<CompiledGrammar, Error> {
         let tag = protocol_structural_tag(name, tools, tool_choice, options)?;
+        self.compile_structural_tag(&tag)
+    }
+
+    /// As [`GrammarCompiler::compile_protocol`], for a protocol read at run time
+    /// ([`Protocol::from_file`]) instead of an embedded one.
+    ///
+    /// # Errors
+    /// As [`GrammarCompiler::compile_protocol`].
+    pub fn compile_protocol_with(
+        &self,
+        protocol: &Protocol,
+        tools: &[Value],
+        tool_choice: &ToolChoice,
+        options: &ProtocolOptions,
+    ) -> Result<CompiledGrammar, Error> {
+        let tag = protocol.structural_tag(tools, tool_choice, options)?;
         self.compile_structural_tag(&tag)
     }
 }

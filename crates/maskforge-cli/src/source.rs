@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use maskforge::{
-    load_tokenizer, CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions, ProtocolOptions, TextEncoder,
-    ToolChoice,
+    load_tokenizer, CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions, Protocol, ProtocolOptions,
+    TextEncoder, ToolChoice,
 };
 
 use crate::embedded;
@@ -37,26 +37,30 @@ pub struct GrammarArgs {
     #[arg(long)]
     pub builtin_json: bool,
     /// A structural tag file (XGrammar's JSON format: `{"type": "structural_tag", "format": ...}`).
-    #[arg(long, conflicts_with_all = ["grammar", "schema", "regex", "builtin_json", "protocol"])]
+    #[arg(long, conflicts_with_all = ["grammar", "schema", "regex", "builtin_json", "protocol", "protocol_file"])]
     pub structural_tag: Option<PathBuf>,
     /// A model protocol of `protocols/` (`harmony`, `llama`, `qwen`, `qwen_coder`, `kimi`, ...).
-    #[arg(long, requires = "tools", conflicts_with_all = ["grammar", "schema", "regex", "builtin_json"])]
+    #[arg(long, requires = "tools", group = "protocol_source", conflicts_with_all = ["grammar", "schema", "regex", "builtin_json"])]
     pub protocol: Option<String>,
+    /// A protocol file read at run time, in the format of `protocols/*.json` (see
+    /// `protocols/README.md`), instead of an embedded `--protocol`.
+    #[arg(long, requires = "tools", group = "protocol_source", conflicts_with_all = ["grammar", "schema", "regex", "builtin_json", "protocol"])]
+    pub protocol_file: Option<PathBuf>,
     /// The tools of `--protocol`: a JSON array of OpenAI tools, `{"tools": [...]}`, or an object
     /// whose values are tools.
-    #[arg(long, requires = "protocol")]
+    #[arg(long, requires = "protocol_source")]
     pub tools: Option<PathBuf>,
     /// `auto`, `none`, `required`, a function name, or OpenAI's JSON form.
-    #[arg(long, default_value = "auto", requires = "protocol")]
+    #[arg(long, default_value = "auto", requires = "protocol_source")]
     pub tool_choice: String,
     /// Whether the output starts with a reasoning section (`on` / `off`).
-    #[arg(long, default_value = "off", value_parser = ["on", "off"], requires = "protocol")]
+    #[arg(long, default_value = "off", value_parser = ["on", "off"], requires = "protocol_source")]
     pub reasoning: String,
     /// Allow at most one tool call.
-    #[arg(long, requires = "protocol")]
+    #[arg(long, requires = "protocol_source")]
     pub no_parallel_tool_calls: bool,
     /// A grammar saved by `maskforge compile --out FILE` (for the same `--tokenizer`).
-    #[arg(long, conflicts_with_all = ["grammar", "schema", "regex", "builtin_json", "structural_tag", "protocol"])]
+    #[arg(long, conflicts_with_all = ["grammar", "schema", "regex", "builtin_json", "structural_tag", "protocol", "protocol_file"])]
     pub compiled: Option<PathBuf>,
     /// Keep compiled grammars in this directory (at most 1 GiB, least recently used out): a
     /// later run with the same source and tokenizer loads the grammar instead of compiling it.
@@ -122,24 +126,19 @@ impl Loaded {
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             compiler.compile_structural_tag_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
         } else if let Some(name) = &args.protocol {
-            let path = args.tools.as_ref().expect("clap requires --tools");
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let tools = tools_from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let choice = match serde_json::from_str::<serde_json::Value>(&args.tool_choice) {
-                Ok(v @ serde_json::Value::Object(_)) => v,
-                _ => serde_json::Value::String(args.tool_choice.clone()),
-            };
-            let choice = ToolChoice::from_json(&choice).map_err(|e| format!("--tool-choice: {e}"))?;
-            let options = ProtocolOptions {
-                reasoning: args.reasoning == "on",
-                parallel_tool_calls: !args.no_parallel_tool_calls,
-            };
+            let (tools, choice, options) = protocol_request(args)?;
             compiler.compile_protocol(name, &tools, &choice, &options).map_err(|e| format!("--protocol {name}: {e}"))?
+        } else if let Some(file) = &args.protocol_file {
+            let protocol = Protocol::from_file(file).map_err(|e| e.to_string())?;
+            let (tools, choice, options) = protocol_request(args)?;
+            compiler
+                .compile_protocol_with(&protocol, &tools, &choice, &options)
+                .map_err(|e| format!("--protocol-file {}: {e}", file.display()))?
         } else if args.builtin_json {
             compiler.compile_builtin_json_grammar().map_err(|e| e.to_string())?
         } else {
             return Err(
-                "give --grammar FILE, --schema FILE, --regex PATTERN, --builtin-json, --structural-tag FILE, --protocol NAME --tools FILE or --compiled FILE"
+                "give --grammar FILE, --schema FILE, --regex PATTERN, --builtin-json, --structural-tag FILE, --protocol NAME --tools FILE, --protocol-file FILE --tools FILE or --compiled FILE"
                     .into(),
             );
         };
@@ -149,6 +148,21 @@ impl Loaded {
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
         self.encoder.encode_for_matching(text).map_err(|e| e.to_string())
     }
+}
+
+/// The tools, tool choice and options of a `--protocol` or `--protocol-file` request.
+fn protocol_request(args: &GrammarArgs) -> Result<(Vec<serde_json::Value>, ToolChoice, ProtocolOptions), String> {
+    let path = args.tools.as_ref().ok_or("--protocol and --protocol-file need --tools FILE")?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let tools = tools_from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let choice = match serde_json::from_str::<serde_json::Value>(&args.tool_choice) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        _ => serde_json::Value::String(args.tool_choice.clone()),
+    };
+    let choice = ToolChoice::from_json(&choice).map_err(|e| format!("--tool-choice: {e}"))?;
+    let options =
+        ProtocolOptions { reasoning: args.reasoning == "on", parallel_tool_calls: !args.no_parallel_tool_calls };
+    Ok((tools, choice, options))
 }
 
 /// Tools from a file: an array, `{"tools": [...]}`, or an object whose values are tools.

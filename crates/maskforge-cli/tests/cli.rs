@@ -205,6 +205,59 @@ fn structural_tag_and_protocol_sources() {
     assert!(err.contains("unknown protocol `gpt9`") && err.contains("harmony"), "{err}");
 }
 
+/// `--protocol-file`: a protocol read at run time behaves as the embedded one it copies, and a
+/// malformed file is a one-line error (exit 2) naming the file, before any request.
+#[test]
+fn protocol_files_are_read_at_run_time() {
+    let dir = std::env::temp_dir().join(format!("maskforge-cli-{}-protocols", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let embedded = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../protocols/llama.json")).unwrap();
+    let mine = dir.join("my_llama.json");
+    std::fs::write(&mine, embedded.replacen("\"name\": \"llama\"", "\"name\": \"my_llama\"", 1)).unwrap();
+    let tools = dir.join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+        "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}]"#,
+    )
+    .unwrap();
+    let (mine, tools) = (mine.to_string_lossy().into_owned(), tools.to_string_lossy().into_owned());
+    let check = |file: &str, choice: &str, text: &str| {
+        maskforge(&[
+            "check",
+            "--tokenizer",
+            "llama3",
+            "--protocol-file",
+            file,
+            "--tools",
+            &tools,
+            "--tool-choice",
+            choice,
+            "--text",
+            text,
+        ])
+    };
+    let call = r#"{"name": "get_time", "parameters": {"tz": "UTC"}}"#;
+    assert_eq!(check(&mine, "auto", call).0, 0);
+    assert_eq!(check(&mine, "required", "Just text.").0, 1);
+
+    let broken = dir.join("broken.json");
+    let b = broken.to_string_lossy().into_owned();
+    std::fs::write(
+        &broken,
+        r#"{"name": "broken", "template": {"type": "triggered_tags", "tags": [{"$if": "nonsense", "then": 1}]}}"#,
+    )
+    .unwrap();
+    let (code, _, err) = check(&b, "auto", call);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("broken.json") && err.lines().count() == 1, "{err}");
+    let (code, _, err) = check(&dir.join("missing.json").to_string_lossy(), "auto", call);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read protocol file") && err.contains("missing.json"), "{err}");
+    let (code, _, err) = maskforge(&["check", "--protocol-file", &mine, "--protocol", "llama", "--tools", &tools]);
+    assert_eq!(code, 2, "{err}");
+}
+
 /// Piped, `maskbench` still reports progress (a line per interval and the last file), and
 /// `toolbench` states the units of its columns.
 #[test]

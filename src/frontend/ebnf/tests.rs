@@ -392,7 +392,10 @@ fn error_macros() {
     let (line, column, msg) = err("root ::= Regex(\"(a)\\\\1\")");
     assert_eq!((line, column), (1, 16));
     assert!(msg.starts_with("in Regex pattern: 1:4: backreference cannot be enforced"), "{msg}");
-    assert_eq!(err("root ::= Regex(\"a\", 1)"), e(1, 15, "`Regex` takes one string argument: Regex(\"pattern\")"));
+    assert_eq!(
+        err("root ::= Regex(\"a\", 1)"),
+        e(1, 15, "`Regex` takes a pattern and optional flags: Regex(\"pattern\", flags=\"i\")")
+    );
     assert_eq!(err("root ::= Token()"), e(1, 15, "`Token` takes at least one token id: Token(id, ...)"));
     // Argument syntax is checked before the macro is looked up.
     assert_eq!(

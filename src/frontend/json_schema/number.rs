@@ -439,9 +439,15 @@ fn fraction(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Expr {
             if lo_p + 1 < hi_p {
                 alts.push(Expr::Seq(vec![prefix.clone(), dec_digit(lo_p + 1, hi_p - 1), Expr::star(dec_digit(0, 9))]));
             }
-            let lo_exhausted = p >= lo.len();
-            if lo_exhausted && !lex && p > 0 {
-                alts.push(prefix);
+            // Fractions equal to `lo` itself (its digits, then zeros, shorter than the prefix
+            // plus one): `0.0` and `0.000` when `lo` is 0 and `hi` is `0.0001`.
+            if p >= lo.len() && !lex {
+                let min_zeros = u32::from(lo.is_empty());
+                let max_zeros = (p - lo.len()) as u32;
+                if min_zeros <= max_zeros {
+                    let zeros = Expr::repeat(Expr::literal("0"), min_zeros, Some(max_zeros));
+                    alts.push(Expr::Seq(vec![lit_digits(lo), zeros]));
+                }
             }
             let e = dot(choice(alts));
             if lo.is_empty() && !lex {

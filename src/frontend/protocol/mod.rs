@@ -102,6 +102,14 @@ pub enum ProtocolErrorKind {
     /// The protocol file itself is malformed (a bug in the data file).
     #[error("protocol file: {0}")]
     Template(String),
+    /// A protocol file could not be read.
+    #[error("cannot read protocol file {path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        message: String,
+    },
 }
 
 impl ProtocolError {
@@ -131,12 +139,80 @@ pub struct Protocol {
 
 impl Protocol {
     fn parse(stem: &str, text: &str) -> Result<Protocol, ProtocolError> {
-        let bad = |m: String| ProtocolError::new(ProtocolErrorKind::Template(format!("{stem}.json: {m}")));
+        let p = Protocol::parse_unnamed(&format!("{stem}.json"), text)?;
+        if p.name != stem {
+            let msg = format!("{stem}.json: `name` is `{}`, expected the file stem `{stem}`", p.name);
+            return Err(ProtocolError::new(ProtocolErrorKind::Template(msg)));
+        }
+        Ok(p)
+    }
+
+    /// Reads a protocol file given at run time (the format of `protocols/*.json`, described in
+    /// `protocols/README.md`), with the checks the embedded files get: the fields, and a trial
+    /// expansion of the template for one probe tool under every tool choice and reasoning
+    /// setting, so that a malformed template is an error here rather than at the first request.
+    ///
+    /// # Errors
+    /// [`ProtocolErrorKind::Read`] when the file cannot be read, [`ProtocolErrorKind::Template`]
+    /// (naming the file) when it is malformed.
+    ///
+    /// # Example
+    /// ```
+    /// use maskforge::{Protocol, ProtocolOptions, ToolChoice};
+    /// let dir = std::env::temp_dir().join(format!("maskforge-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("mine.json");
+    /// std::fs::write(&path, r#"{"name": "mine", "template": {"type": "triggered_tags",
+    ///     "triggers": ["<call>"], "tags": [{"$for_each_tool": {"type": "tag",
+    ///     "begin": "<call>${name}:", "content": {"type": "json_schema", "json_schema": "$parameters"},
+    ///     "end": "</call>"}}]}}"#)?;
+    /// let protocol = Protocol::from_file(&path)?;
+    /// assert_eq!(protocol.name, "mine");
+    /// std::fs::write(&path, r#"{"name": "mine"}"#)?;
+    /// assert!(Protocol::from_file(&path).unwrap_err().to_string().contains("missing `template`"));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Protocol, ProtocolError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ProtocolError::new(ProtocolErrorKind::Read { path: shown.clone(), message: e.to_string() }))?;
+        Protocol::from_json_str(&shown, &text)
+    }
+
+    /// As [`Protocol::from_file`], from the text of a protocol file; `origin` names it in
+    /// error messages.
+    ///
+    /// # Errors
+    /// [`ProtocolErrorKind::Template`] when it is malformed.
+    pub fn from_json_str(origin: &str, text: &str) -> Result<Protocol, ProtocolError> {
+        let protocol = Protocol::parse_unnamed(origin, text)?;
+        protocol.trial_expansions()?;
+        Ok(protocol)
+    }
+
+    /// Expands the template for a probe tool under every tool choice and reasoning setting.
+    fn trial_expansions(&self) -> Result<(), ProtocolError> {
+        let probe = serde_json::json!({"type": "function", "function": {"name": "probe",
+            "description": "a probe", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}});
+        let choices = [ToolChoice::Auto, ToolChoice::None, ToolChoice::Required, ToolChoice::Function("probe".into())];
+        for choice in &choices {
+            for reasoning in [false, true] {
+                for parallel_tool_calls in [false, true] {
+                    let options = ProtocolOptions { reasoning, parallel_tool_calls };
+                    self.structural_tag(std::slice::from_ref(&probe), choice, &options)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A protocol from the text of its file; `origin` names it in error messages.
+    fn parse_unnamed(origin: &str, text: &str) -> Result<Protocol, ProtocolError> {
+        let bad = |m: String| ProtocolError::new(ProtocolErrorKind::Template(format!("{origin}: {m}")));
         let v: Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         let name = v.get("name").and_then(Value::as_str).ok_or_else(|| bad("missing `name`".into()))?;
-        if name != stem {
-            return Err(bad(format!("`name` is `{name}`, expected the file stem `{stem}`")));
-        }
         let aliases = match v.get("aliases") {
             None => Vec::new(),
             Some(a) => serde_json::from_value(a.clone()).map_err(|e| bad(format!("`aliases`: {e}")))?,
