@@ -146,7 +146,8 @@ impl GrammarCompiler {
     }
 
     /// Compiles the tool-calling format of model protocol `name` (`"qwen"`, `"llama"`,
-    /// `"harmony"`, ...) for OpenAI-shaped `tools` and `tool_choice`.
+    /// `"harmony"`, ...) for OpenAI-shaped `tools` (a list, or its JSON text) and `tool_choice`
+    /// (`"auto"`, `"none"`, `"required"`, a function name, or OpenAI's dict form).
     #[pyo3(signature = (name, tools, tool_choice = None, *, reasoning = false, parallel_tool_calls = true))]
     fn compile_protocol(
         &self,
@@ -164,7 +165,10 @@ impl GrammarCompiler {
         let choice = match tool_choice {
             None => ToolChoice::Auto,
             Some(c) => {
-                let v = parse_json(&json_text(c, "tool_choice")?, "tool_choice", ProtocolError::new_err)?;
+                let v = match c.cast::<PyString>() {
+                    Ok(s) => Value::String(s.to_cow()?.into_owned()),
+                    Err(_) => parse_json(&json_text(c, "tool_choice")?, "tool_choice", ProtocolError::new_err)?,
+                };
                 ToolChoice::from_json(&v).map_err(|e| to_py(e.into()))?
             }
         };
