@@ -1,6 +1,5 @@
 """Type stubs of the Rust extension module `maskforge._core` (re-exported by `maskforge`)."""
 
-from enum import IntEnum
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 __version__: str
@@ -18,10 +17,13 @@ class MatcherError(MaskforgeError): ...
 class BitmaskError(MaskforgeError): ...
 class InternalError(MaskforgeError): ...
 
-class VocabType(IntEnum):
-    RAW = 0
-    BYTE_FALLBACK = 1
-    BYTE_LEVEL = 2
+class VocabType:
+    """How token strings encode bytes (compares equal to its int value)."""
+
+    RAW: "VocabType"
+    BYTE_FALLBACK: "VocabType"
+    BYTE_LEVEL: "VocabType"
+    def __int__(self) -> int: ...
 
 class TokenizerInfo:
     def __init__(

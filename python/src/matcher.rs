@@ -231,6 +231,21 @@ impl GrammarMatcher {
         detached(bitmask.py(), || m.fill_draft_tree_bitmasks(&ids, &parents, words).map_err(matcher_err))
     }
 
+    /// Seconds taken by `iterations` mask fills done in one Rust loop, into a buffer of its
+    /// own, from the current state: the cost of the Rust call without Python around it (what
+    /// `python/benches/overhead.py` subtracts). Not part of the API.
+    fn _time_rust_fill(&mut self, py: Python<'_>, iterations: usize) -> PyResult<f64> {
+        let mut buffer = vec![0u32; self.mask_words()];
+        let m = self.get_mut();
+        detached(py, || {
+            let start = std::time::Instant::now();
+            for _ in 0..iterations {
+                m.try_fill_next_token_bitmask(&mut buffer).map_err(matcher_err)?;
+            }
+            Ok(start.elapsed().as_secs_f64())
+        })
+    }
+
     fn __repr__(&self) -> String {
         let m = self.get();
         format!("GrammarMatcher(num_accepted_tokens={}, terminated={})", m.num_accepted_tokens(), m.is_terminated())
