@@ -116,7 +116,7 @@ pub use grammar::{
     Trigger,
 };
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, MatcherConfig, MatcherError};
-pub use tokenizer::{load_tokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
+pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
 
 /// The README's examples, run as doctests.

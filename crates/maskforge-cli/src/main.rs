@@ -12,6 +12,7 @@ mod check;
 mod embedded;
 mod maskbench;
 mod output;
+mod run;
 mod source;
 mod toolbench;
 mod walk;
@@ -64,6 +65,8 @@ enum Command {
     Maskbench(maskbench::MaskbenchArgs),
     /// The tool-calling benchmark (XGrammar-2 §4.1): static and dynamic tool sets per request.
     Toolbench(toolbench::ToolbenchArgs),
+    /// Generation with a real model (a GGUF file, on the CPU), constrained by the grammar.
+    Run(Box<run::RunArgs>),
     /// Prints the allowed tokens after a prefix: their count, then their ids on one line.
     Mask {
         #[command(flatten)]
@@ -114,6 +117,7 @@ fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Mask { source, prefix, with_text } => mask(&source, &prefix, with_text),
         Command::Maskbench(args) => maskbench::run(&args),
         Command::Toolbench(args) => toolbench::run(&args),
+        Command::Run(args) => run::run(&args),
     }
 }
 
