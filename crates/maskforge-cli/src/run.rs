@@ -46,7 +46,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Failure> {
         let loaded = Loaded::with_tokenizer(&args.source, llm.vocabulary().clone(), llm.encoder().clone())?;
         Some(loaded.grammar)
     };
-    let prompt = if args.chat { llm.chat_prompt(&args.prompt).map_err(|e| e.to_string())? } else { args.prompt.clone() };
+    let prompt =
+        if args.chat { llm.chat_prompt(&args.prompt).map_err(|e| e.to_string())? } else { args.prompt.clone() };
     let options = GenerateOptions { max_tokens: args.max_tokens, seed: args.seed, temperature: args.temperature };
     let out = llm.generate(&prompt, grammar.as_ref(), &options).map_err(|e| e.to_string())?;
     outln!("{}", out.text);

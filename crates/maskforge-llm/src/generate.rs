@@ -56,7 +56,8 @@ pub(crate) fn generate(
     model.reset();
     let mut sampler = Sampler::new(options.seed, options.temperature);
     let vocab = encoder.vocabulary().clone();
-    let mut out = Output { vocab, tokens: Vec::new(), sampled: 0, jumped: 0, stopped: false, timing: Timing::default() };
+    let mut out =
+        Output { vocab, tokens: Vec::new(), sampled: 0, jumped: 0, stopped: false, timing: Timing::default() };
     match grammar {
         None => unconstrained(model, prompt, &mut sampler, options, &mut out)?,
         Some(grammar) => {

@@ -134,11 +134,8 @@ fn accept_and_jump(
     sampled: Option<u32>,
 ) -> Result<Vec<u32>, LlmError> {
     let vocab = matcher.grammar().vocabulary().clone();
-    let rejected = |id: u32, accepted: usize| LlmError::Rejected {
-        id,
-        text: vocab.token_text_lossy(id).into_owned(),
-        accepted,
-    };
+    let rejected =
+        |id: u32, accepted: usize| LlmError::Rejected { id, text: vocab.token_text_lossy(id).into_owned(), accepted };
     if let Some(id) = sampled {
         if !matcher.accept_token(id) {
             return Err(rejected(id, matcher.num_accepted_tokens()));

@@ -81,7 +81,8 @@ fn tool_call_for_a_protocol_is_accepted_again() {
     let grammar = compiler.compile_protocol("qwen", &tools, &choice, &options).unwrap();
     let system = "You call tools. Tools: get_weather(city). Answer with <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>.";
     let prompt = llm.chat_prompt_with_system(Some(system), "What is the weather in Oslo?").unwrap();
-    let out = llm.generate(&prompt, Some(&grammar), &GenerateOptions { max_tokens: 64, seed: 2, temperature: 0.7 }).unwrap();
+    let out =
+        llm.generate(&prompt, Some(&grammar), &GenerateOptions { max_tokens: 64, seed: 2, temperature: 0.7 }).unwrap();
     assert!(out.stopped, "{}", out.text);
     assert!(out.text.contains("<tool_call>") && out.text.contains("\"name\": \"get_weather\""), "{}", out.text);
     // The check: a fresh matcher accepts the whole output, stop token included, and terminates.
@@ -93,7 +94,8 @@ fn tool_call_for_a_protocol_is_accepted_again() {
     // The arguments parse as JSON.
     let start = out.text.find("\"arguments\": ").unwrap() + "\"arguments\": ".len();
     let end = out.text.rfind("}\n</tool_call>").unwrap();
-    let args: serde_json::Value = serde_json::from_str(&out.text[start..end]).unwrap_or_else(|e| panic!("{e}: {}", out.text));
+    let args: serde_json::Value =
+        serde_json::from_str(&out.text[start..end]).unwrap_or_else(|e| panic!("{e}: {}", out.text));
     assert!(args["city"].is_string(), "{}", out.text);
 }
 

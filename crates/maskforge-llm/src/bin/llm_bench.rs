@@ -5,7 +5,10 @@
 //! constraint's overhead (the mask work the forward pass did not hide) and the tokens jump-forward
 //! fed without sampling.
 //!
-//! `cargo run --release -p maskforge-llm --bin llm_bench -- [--schemas N] [--tools N] [--max-tokens N]`
+//! `cargo run --release -p maskforge-llm --bin llm_bench -- [--schemas N] [--tools N] [--max-tokens N] [--budget-s S]`
+//!
+//! The tasks run interleaved (schema, tool, schema, ...); with `--budget-s`, no task starts after
+//! that many seconds, and the table covers the tasks done.
 //!
 //! Validity: a schema output must parse as JSON (code fences around it are forgiven when
 //! unconstrained) and validate (`jsonschema` as judge); a tool-calling output must be accepted,
@@ -38,30 +41,60 @@ enum Judge {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str, default: usize| {
-        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
-    let (n_schemas, n_tools, max_tokens) = (arg("--schemas", 50), arg("--tools", 20), arg("--max-tokens", 256));
+    let (n_schemas, n_tools, max_tokens) = (arg("--schemas", 50), arg("--tools", 20), arg("--max-tokens", 128));
+    let budget_s = arg("--budget-s", usize::MAX) as f64;
     let fixtures = maskforge::tokenizer::fixtures_dir();
     let mut llm = Llm::load(&fixtures.join("model/SmolLM2-135M-Instruct.Q4_1.gguf"))
         .map_err(|e| format!("{e} (run scripts/fetch-model)"))?;
     let compiler = GrammarCompiler::new(llm.vocabulary().clone(), CompilerConfig::default());
-    let mut tasks = schema_tasks(&compiler, &fixtures.join("corpus/maskbench-dev"), n_schemas)?;
-    tasks.extend(tool_tasks(&compiler, &fixtures.join("corpus/tools"), n_tools)?);
+    let schemas = schema_tasks(&compiler, &fixtures.join("corpus/maskbench-dev"), n_schemas)?;
+    let tools = tool_tasks(&compiler, &fixtures.join("corpus/tools"), n_tools)?;
+    let tasks = interleave(schemas, tools);
     println!("{} tasks, max {max_tokens} tokens each, greedy decoding", tasks.len());
+    let started = std::time::Instant::now();
 
     let mut results: Vec<(&str, &str, bool, Generation)> = Vec::new();
     for (i, task) in tasks.iter().enumerate() {
+        if started.elapsed().as_secs_f64() > budget_s {
+            println!("time budget reached after {i} tasks");
+            break;
+        }
         let prompt = llm.chat_prompt_with_system(task.system.as_deref(), &task.prompt)?;
         for (mode, grammar) in [("constrained", Some(&task.grammar)), ("unconstrained", None)] {
             let options = GenerateOptions { max_tokens, seed: i as u64, temperature: 0.0 };
             let out = llm.generate(&prompt, grammar, &options)?;
             let valid = judge(task, &out);
-            eprintln!("{i:3} {:6} {mode:13} valid={valid:5} {} tokens: {:.80}", task.family, out.tokens.len(), out.text);
+            eprintln!(
+                "{i:3} {:6} {mode:13} valid={valid:5} {} tokens: {:.80}",
+                task.family,
+                out.tokens.len(),
+                out.text
+            );
             results.push((task.family, mode, valid, out));
         }
     }
     report(&results);
     Ok(())
+}
+
+/// The tasks of `a` and `b` alternately, in proportion to their counts.
+fn interleave(a: Vec<Task>, b: Vec<Task>) -> Vec<Task> {
+    let (na, nb) = (a.len(), b.len());
+    let mut out = Vec::with_capacity(na + nb);
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    while a.peek().is_some() || b.peek().is_some() {
+        // Take from `b` when it is behind its share of what has been taken so far.
+        let taken_b = out.len() - (na - a.len());
+        let take_b = b.peek().is_some() && (a.peek().is_none() || taken_b * (na + nb) <= out.len() * nb);
+        out.extend(if take_b { b.next() } else { a.next() });
+    }
+    out
 }
 
 /// `n` schemas of the dev split, spread over its files (sorted by name), of at most 2 kB each (the
@@ -90,7 +123,9 @@ fn schema_tasks(compiler: &GrammarCompiler, dir: &Path, n: usize) -> Result<Vec<
         tasks.push(Task {
             family: "schema",
             system: None,
-            prompt: format!("Write a JSON value for {what}. Output only the JSON. It must match this JSON Schema:\n{schema_text}"),
+            prompt: format!(
+                "Write a JSON value for {what}. Output only the JSON. It must match this JSON Schema:\n{schema_text}"
+            ),
             grammar,
             judge: Judge::Schema(doc["schema"].clone()),
         });
@@ -129,12 +164,8 @@ fn tool_tasks(compiler: &GrammarCompiler, dir: &Path, n: usize) -> Result<Vec<Ta
         };
         let grammar = compiler.compile_protocol(protocol, &case_tools, &choice, &options)?;
         let call = &case["calls"][0];
-        let args: Vec<String> = call["arguments"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("{k} = {v}"))
-            .collect();
+        let args: Vec<String> =
+            call["arguments"].as_object().into_iter().flatten().map(|(k, v)| format!("{k} = {v}")).collect();
         let task = format!("Use {} with {}.", call["name"].as_str().unwrap_or("the tool"), args.join(", "));
         tasks.push(Task {
             family,
@@ -175,8 +206,7 @@ fn report(results: &[(&str, &str, bool, Generation)]) {
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for family in ["schema", "llama", "qwen", "all"] {
         for mode in ["constrained", "unconstrained"] {
-            let rows: Vec<_> =
-                results.iter().filter(|r| (family == "all" || r.0 == family) && r.1 == mode).collect();
+            let rows: Vec<_> = results.iter().filter(|r| (family == "all" || r.0 == family) && r.1 == mode).collect();
             if rows.is_empty() {
                 continue;
             }
