@@ -21,13 +21,18 @@ fn llm() -> &'static Mutex<Llm> {
     LLM.get_or_init(|| Mutex::new(Llm::load(&model_path()).unwrap_or_else(|e| panic!("{e}"))))
 }
 
+/// The model, even after another test failed while holding it.
+fn lock() -> std::sync::MutexGuard<'static, Llm> {
+    llm().lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn gguf_vocabulary_agrees_with_candle() {
     use candle_core::quantized::gguf_file::{Content, Value};
     let mut file = std::fs::File::open(model_path()).unwrap();
     let content = Content::read(&mut file).unwrap();
     let Value::Array(tokens) = &content.metadata["tokenizer.ggml.tokens"] else { panic!("no token array") };
-    let llm = llm().lock().unwrap();
+    let llm = lock();
     let vocab = llm.vocabulary();
     assert_eq!(vocab.vocab_size(), tokens.len());
     for (id, token) in tokens.iter().enumerate() {
@@ -45,13 +50,13 @@ fn constrained_generation_for_a_schema_validates() {
         "type": "object",
         "properties": {
             "city": {"type": "string", "maxLength": 20},
-            "population": {"type": "integer", "minimum": 0},
+            "population": {"type": "integer", "minimum": 0, "maximum": 100000000},
             "capital": {"type": "boolean"}
         },
         "required": ["city", "population", "capital"],
         "additionalProperties": false
     });
-    let mut llm = llm().lock().unwrap();
+    let mut llm = lock();
     let compiler = GrammarCompiler::new(llm.vocabulary().clone(), CompilerConfig::default());
     let options = JsonSchemaOptions { any_whitespace: false, ..JsonSchemaOptions::default() };
     let grammar = compiler.compile_json_schema(&schema, &options).unwrap();
@@ -74,7 +79,7 @@ fn tool_call_for_a_protocol_is_accepted_again() {
         "name": "get_weather", "description": "The weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
             "required": ["city"], "additionalProperties": false}}})];
-    let mut llm = llm().lock().unwrap();
+    let mut llm = lock();
     let compiler = GrammarCompiler::new(llm.vocabulary().clone(), CompilerConfig::default());
     let choice = ToolChoice::from_json(&serde_json::json!("required")).unwrap();
     let options = ProtocolOptions { reasoning: false, parallel_tool_calls: false };
@@ -101,7 +106,7 @@ fn tool_call_for_a_protocol_is_accepted_again() {
 
 #[test]
 fn unconstrained_generation_runs_the_same_loop() {
-    let mut llm = llm().lock().unwrap();
+    let mut llm = lock();
     let prompt = llm.chat_prompt("Say hello.").unwrap();
     let out = llm.generate(&prompt, None, &GenerateOptions { max_tokens: 8, seed: 0, temperature: 0.0 }).unwrap();
     assert_eq!(out.jumped, 0);

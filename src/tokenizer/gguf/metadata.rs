@@ -224,24 +224,26 @@ pub(crate) mod tests {
             self
         }
 
-        pub(crate) fn i32s(mut self, key: &str, values: &[i32]) -> Self {
+        /// An array of fixed-size numbers of GGUF element type `kind`, given as their bytes.
+        fn numbers<const N: usize>(
+            mut self,
+            key: &str,
+            kind: u32,
+            values: impl ExactSizeIterator<Item = [u8; N]>,
+        ) -> Self {
             let out = self.key(key, 9);
-            out.extend_from_slice(&5u32.to_le_bytes());
+            out.extend_from_slice(&kind.to_le_bytes());
             out.extend_from_slice(&(values.len() as u64).to_le_bytes());
-            for v in values {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
+            values.for_each(|v| out.extend_from_slice(&v));
             self
         }
 
-        pub(crate) fn f32s(mut self, key: &str, values: &[f32]) -> Self {
-            let out = self.key(key, 9);
-            out.extend_from_slice(&6u32.to_le_bytes());
-            out.extend_from_slice(&(values.len() as u64).to_le_bytes());
-            for v in values {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
-            self
+        pub(crate) fn i32s(self, key: &str, values: &[i32]) -> Self {
+            self.numbers(key, 5, values.iter().map(|v| v.to_le_bytes()))
+        }
+
+        pub(crate) fn f32s(self, key: &str, values: &[f32]) -> Self {
+            self.numbers(key, 6, values.iter().map(|v| v.to_le_bytes()))
         }
 
         pub(crate) fn finish(&self) -> Vec<u8> {
