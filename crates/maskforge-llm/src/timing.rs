@@ -56,7 +56,8 @@ impl Timing {
 
     /// The total wait for the worker over the decoding steps, in percent of their time.
     pub fn total_overhead_pct(&self) -> f64 {
-        let waited: f64 = self.wait_us.iter().skip(1).sum();
+        // `fold` from +0.0: an empty `sum` of floats is -0.0, which prints as "-0.00 %".
+        let waited = self.wait_us.iter().skip(1).fold(0.0, |a, b| a + b);
         let decode = self.decode_ms();
         if decode > 0.0 {
             100.0 * waited / (decode * 1e3)

@@ -220,7 +220,7 @@ fn report(results: &[(&str, &str, bool, Generation)]) {
                 t.wait_us.iter().zip(&t.step_ms).skip(1).map(|(w, s)| 100.0 * w / (s * 1e3))
             });
             let overhead = median(shares);
-            let waited: f64 = rows.iter().map(|r| r.3.timing.wait_us.iter().skip(1).sum::<f64>()).sum();
+            let waited = rows.iter().flat_map(|r| r.3.timing.wait_us.iter().skip(1)).fold(0.0, |a, b| a + b);
             let decode: f64 = rows.iter().map(|r| r.3.timing.decode_ms()).sum();
             let jumped: usize = rows.iter().map(|r| r.3.jumped).sum();
             println!(
