@@ -119,7 +119,7 @@ pub use grammar::{
     Trigger,
 };
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError};
-pub use tokenizer::{load_tokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
+pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
 
 /// The README's examples, run as doctests.

@@ -10,6 +10,7 @@ mod data_cases;
 mod earley;
 mod ebnf;
 mod fsm_hash;
+mod gguf;
 mod json_builtin;
 mod json_schema;
 mod jump_forward;

@@ -124,6 +124,38 @@ pub enum VocabError {
         /// What the tokens spell, lossily decoded (truncated to 200 bytes).
         got: String,
     },
+    /// The data does not start with the GGUF magic bytes.
+    #[error("{origin} is not a GGUF file (it does not start with `GGUF`)")]
+    NotGguf {
+        /// Where the data came from (a quoted path, or a description).
+        origin: String,
+    },
+    /// The metadata section of a GGUF file is malformed or truncated.
+    #[error("malformed GGUF metadata in {origin} at byte {offset}: {message}")]
+    Gguf {
+        /// Where the data came from (a quoted path, or a description).
+        origin: String,
+        /// The byte offset where reading stopped.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A GGUF file holds no tokenizer (no `tokenizer.ggml.tokens`).
+    #[error("{origin} has no tokenizer metadata (no `tokenizer.ggml.tokens`)")]
+    GgufNoTokenizer {
+        /// Where the data came from (a quoted path, or a description).
+        origin: String,
+    },
+    /// A tokenizer key of a GGUF file is missing or has an unexpected type or value.
+    #[error("GGUF tokenizer metadata of {origin}, key `{key}`: {message}")]
+    GgufKey {
+        /// Where the data came from (a quoted path, or a description).
+        origin: String,
+        /// The metadata key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl VocabError {

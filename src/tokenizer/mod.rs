@@ -13,6 +13,9 @@
 //! * [`VocabularyBuilder`] builds small vocabularies from bytes, for tests and doctests.
 //! * [`TextEncoder`] (in `hf.rs`, the only file naming the `tokenizers` crate) encodes text to
 //!   ids, including [`TextEncoder::encode_for_matching`], whose ids spell exactly the input.
+//! * [`GgufTokenizer`] reads the tokenizer stored in a GGUF model file (`tokenizer.ggml.*`
+//!   metadata): vocabulary, encoder, BOS token and chat template; [`Vocabulary::from_gguf_file`]
+//!   only the vocabulary.
 //! * [`load_tokenizer`] loads a `tokenizer.json` file (or a model folder holding one, with its
 //!   `tokenizer_config.json`): the vocabulary and its encoder.
 //!
@@ -29,6 +32,7 @@
 mod builder;
 pub mod decode;
 mod error;
+mod gguf;
 mod hf;
 mod load;
 mod source;
@@ -39,6 +43,7 @@ use std::sync::Arc;
 
 pub use builder::VocabularyBuilder;
 pub use error::VocabError;
+pub use gguf::GgufTokenizer;
 pub use hf::{load_tokenizer, TextEncoder};
 pub use source::TokenizerFiles;
 // The project's test-fixture names: for its own tests, benchmarks and command-line tool.

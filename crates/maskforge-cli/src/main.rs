@@ -12,6 +12,7 @@ mod check;
 mod embedded;
 mod maskbench;
 mod output;
+mod run;
 mod source;
 mod toolbench;
 mod walk;
@@ -73,6 +74,8 @@ enum Command {
         #[arg(long)]
         out: std::path::PathBuf,
     },
+    /// Generation with a real model (a GGUF file, on the CPU), constrained by the grammar.
+    Run(Box<run::RunArgs>),
     /// Prints the allowed tokens after a prefix: their count, then their ids on one line.
     Mask {
         #[command(flatten)]
@@ -124,6 +127,7 @@ fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Compile { source, out } => compile(&source, &out),
         Command::Maskbench(args) => maskbench::run(&args),
         Command::Toolbench(args) => toolbench::run(&args),
+        Command::Run(args) => run::run(&args),
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use maskforge::{
     load_tokenizer, CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions, Protocol, ProtocolOptions,
-    TextEncoder, ToolChoice,
+    TextEncoder, ToolChoice, Vocabulary,
 };
 
 use crate::embedded;
@@ -88,16 +88,21 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn new(args: &GrammarArgs) -> Result<Self, String> {
-        if args.schema_options.is_some() && args.schema.is_none() {
-            return Err("--schema-options applies to --schema only (a protocol's tool schemas and a \
-                        structural tag's `json_schema` parts use the options XGrammar uses for them)"
-                .into());
-        }
         let (vocab, encoder) = if args.tokenizer == "default" {
             embedded::load_default()?
         } else {
             load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?
         };
+        Self::with_tokenizer(args, vocab, encoder)
+    }
+
+    /// Compiles the grammar of `args` for a tokenizer of the caller's (`--tokenizer` is not read).
+    pub fn with_tokenizer(args: &GrammarArgs, vocab: Vocabulary, encoder: TextEncoder) -> Result<Self, String> {
+        if args.schema_options.is_some() && args.schema.is_none() {
+            return Err("--schema-options applies to --schema only (a protocol's tool schemas and a \
+                        structural tag's `json_schema` parts use the options XGrammar uses for them)"
+                .into());
+        }
         let compiler = GrammarCompiler::new(vocab, with_cache_dir(CompilerConfig::default(), args.cache_dir.as_ref()));
         let t = Instant::now();
         let grammar = if let Some(path) = &args.compiled {
