@@ -4,7 +4,7 @@ use std::sync::RwLock;
 
 use maskforge::{CompilerConfig, JsonSchemaOptions, ProtocolOptions, ToolChoice};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
 use serde_json::Value;
 
 use crate::errors::{detached, to_py, MaskforgeError, ProtocolError, SchemaError};
@@ -56,6 +56,27 @@ impl CompiledGrammar {
             })
             .collect::<PyResult<Vec<_>>>()?;
         Ok(Some(PyList::new(py, items)?))
+    }
+
+    /// The grammar in maskforge's saved format: its automata and the token-mask cache entries
+    /// built so far, with a checksum and the tokenizer's fingerprint. Load it with
+    /// `CompiledGrammar.deserialize(data, tokenizer_info)`; it is much faster than compiling.
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = self.inner.clone();
+        let bytes = detached(py, move || Ok(inner.serialize()))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A grammar saved by `serialize`, for the same tokenizer. A truncated, corrupted,
+    /// wrong-version or wrong-tokenizer input raises `MaskforgeError` (nothing is returned).
+    #[staticmethod]
+    fn deserialize(py: Python<'_>, data: &[u8], tokenizer_info: &TokenizerInfo) -> PyResult<CompiledGrammar> {
+        let vocab = tokenizer_info.vocab.clone();
+        let data = data.to_vec();
+        detached(py, move || {
+            maskforge::CompiledGrammar::deserialize(&data, &vocab).map_err(|e| to_py(maskforge::Error::from(e)))
+        })
+        .map(|inner| CompiledGrammar { inner })
     }
 
     fn __repr__(&self) -> String {

@@ -135,3 +135,33 @@ def test_caches(qwen3):
     assert compiler.tokenizer_info.vocab_size == qwen3.vocab_size
     uncached = xgr.GrammarCompiler(qwen3, cache_enabled=False)
     assert accepts(uncached.compile_json_schema(SCHEMA), '{"a": 3}')
+
+
+def test_serialize_round_trip_and_bad_input(qwen3, qwen3_compiler, toy):
+    g = qwen3_compiler.compile_json_schema(SCHEMA, any_whitespace=False)
+    # Build a few cache entries first: they travel with the grammar.
+    m = xgr.GrammarMatcher(g)
+    bitmask = xgr.allocate_token_bitmask(1, qwen3.vocab_size)
+    m.fill_next_token_bitmask(bitmask)
+    data = g.serialize()
+    assert isinstance(data, bytes) and len(data) > 36
+    loaded = xgr.CompiledGrammar.deserialize(data, qwen3)
+    for prefix in ["", "{", '{"a": 1']:
+        a, b = xgr.GrammarMatcher(g), xgr.GrammarMatcher(loaded)
+        assert a.accept_string(prefix) and b.accept_string(prefix)
+        ma = xgr.allocate_token_bitmask(1, qwen3.vocab_size)
+        mb = xgr.allocate_token_bitmask(1, qwen3.vocab_size)
+        a.fill_next_token_bitmask(ma)
+        b.fill_next_token_bitmask(mb)
+        assert (ma == mb).all()
+    assert accepts(loaded, '{"a": 12}') and not accepts(loaded, '{"a": "x"}')
+    with pytest.raises(xgr.MaskforgeError, match="truncated"):
+        xgr.CompiledGrammar.deserialize(data[:20], qwen3)
+    corrupted = bytearray(data)
+    corrupted[-1] ^= 0x40
+    with pytest.raises(xgr.MaskforgeError, match="checksum"):
+        xgr.CompiledGrammar.deserialize(bytes(corrupted), qwen3)
+    with pytest.raises(xgr.MaskforgeError):
+        xgr.CompiledGrammar.deserialize(data, toy)
+    with pytest.raises(xgr.MaskforgeError):
+        xgr.CompiledGrammar.deserialize(b"not a grammar at all, not even close", qwen3)
