@@ -1,8 +1,10 @@
 //! The runtime mask from the cache (XGrammar Algorithm 1 on Earley sets): merge the entries of
 //! the distinct scannable states of the current Earley set (union of accepted tokens), then
 //! check the uncertain tokens that no entry accepted against the full parser, sharing prefixes
-//! between consecutive checks. Scratch buffers belong to the matcher and are reused, so a warm
-//! step does not allocate.
+//! between consecutive checks. A large accepted set is merged from the bitset the cache keeps
+//! beside its entry (copied when it is the first written), so a warm step costs one pass per
+//! large entry plus its uncertain checks, whatever the entry's stored form. Scratch buffers
+//! belong to the matcher and are reused, so a warm step does not allocate.
 
 use super::oracle::walk_tokens;
 use crate::cache::{AdaptiveTokenMask, EntrySlot};
