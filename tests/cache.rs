@@ -57,6 +57,40 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The warm path: a second fill at the same state merges the accepted sets from the bitsets
+    /// the first one memoized (copying the first), and a second matcher starts warm; both equal
+    /// the oracle, and the returned flag says exactly whether every token is allowed.
+    #[test]
+    fn warm_refills_equal_oracle(
+        g in gen::grammar(),
+        counted in any::<bool>(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let grammar = compile(&g, &small_vocab(), MaskCacheMode::Jit, counted);
+        let n = grammar.vocabulary().vocab_size();
+        let what = format!("counted {counted}\n{g}");
+        for round in 0..2 {
+            let mut m = GrammarMatcher::new(&grammar);
+            for pick in picks.iter().map(Some).chain([None]) {
+                let exact = assert_oracle_equal(&mut m, &what)?;
+                let mut warm = TokenBitmask::new(n);
+                let all = m.fill_next_token_bitmask(warm.as_words_mut());
+                prop_assert_eq!(&warm, &exact, "round {} warm refill\n{}", round, what);
+                prop_assert_eq!(all, exact.count_allowed() == n, "round {} all-allowed flag\n{}", round, what);
+                let allowed: Vec<usize> = exact.allowed_ids().collect();
+                let Some(pick) = pick else { break };
+                if allowed.is_empty() || m.is_terminated() {
+                    break;
+                }
+                prop_assert!(m.accept_token(allowed[pick.index(allowed.len())] as u32));
+            }
+        }
+    }
+}
+
 /// Repetitions with bounds near the token lengths: the budget check must hold at every count.
 #[test]
 fn counted_repetitions_near_their_bounds() {

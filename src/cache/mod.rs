@@ -37,6 +37,7 @@
 
 pub mod base;
 mod build;
+mod dense;
 mod dispatch;
 mod lexical_loop;
 pub mod pool;
@@ -200,6 +201,9 @@ impl EntrySlot {
 pub struct MaskCache {
     /// Two slots per state, indexed by [`EntrySlot::index`].
     entries: Vec<OnceLock<Arc<MaskEntry>>>,
+    /// Beside each entry, its accepted tokens as a bitset when that merges faster than the
+    /// entry's own form (see `dense.rs`), built on first use by the warm mask.
+    dense: Vec<OnceLock<Option<Box<[u32]>>>>,
     follow: Vec<ByteSet>,
     /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
     contexts: Vec<Box<[StateId]>>,
@@ -225,6 +229,7 @@ impl MaskCache {
     pub fn new(fsm: &GrammarFsm, pool: Option<Arc<MaskPool>>) -> Self {
         MaskCache {
             entries: (0..EntrySlot::count(fsm.state_len())).map(|_| OnceLock::new()).collect(),
+            dense: (0..EntrySlot::count(fsm.state_len())).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
             shared: pool.map(|pool| Shared { pool, hashes: hash_rules(fsm) }),
@@ -255,10 +260,38 @@ impl MaskCache {
     /// is built without context (ending the repetition makes a token uncertain). Once the count
     /// reaches the minimum, ending is always allowed and the entry with context applies.
     pub fn entry(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, state: StateId, below_min: bool) -> &Arc<MaskEntry> {
-        let full = self.certain_context(fsm, state);
-        let below_min = below_min && !full.is_empty();
-        let context = if below_min { &[][..] } else { full };
-        self.entries[EntrySlot { state, below_min }.index()].get_or_init(|| {
+        self.entry_in_slot(fsm, vocab, self.slot_of(fsm, state, below_min))
+    }
+
+    /// As [`MaskCache::entry`], with the entry's accepted tokens as a bitset when merging that
+    /// is cheaper than merging the entry's own form (a large list, a rejected list, a bitset):
+    /// what the warm mask merges.
+    pub fn entry_with_dense(
+        &self,
+        fsm: &Arc<GrammarFsm>,
+        vocab: &Vocabulary,
+        state: StateId,
+        below_min: bool,
+    ) -> (&Arc<MaskEntry>, Option<&[u32]>) {
+        let slot = self.slot_of(fsm, state, below_min);
+        let entry = self.entry_in_slot(fsm, vocab, slot);
+        let words = match &entry.accepted {
+            AdaptiveTokenMask::Bitset(bits) => Some(&bits[..]),
+            _ => self.dense[slot.index()].get_or_init(|| dense::dense_accepted(entry, vocab)).as_deref(),
+        };
+        (entry, words)
+    }
+
+    /// The memo slot of `state`: an item below its repetition's minimum uses the entry without
+    /// context, unless the state has no certain context anyway (then both are the same entry).
+    fn slot_of(&self, fsm: &GrammarFsm, state: StateId, below_min: bool) -> EntrySlot {
+        EntrySlot { state, below_min: below_min && !self.certain_context(fsm, state).is_empty() }
+    }
+
+    fn entry_in_slot(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, slot: EntrySlot) -> &Arc<MaskEntry> {
+        let EntrySlot { state, below_min } = slot;
+        let context = if below_min { &[][..] } else { self.certain_context(fsm, state) };
+        self.entries[slot.index()].get_or_init(|| {
             let outer = context.last().map_or(fsm.rule_of(state), |&q| fsm.rule_of(q));
             let follow = &self.follow[outer];
             let free_text = self.free_text.get(&fsm.rule_of(state)).filter(|_| fsm.is_free_text(state));
@@ -400,6 +433,7 @@ impl MaskCache {
             + self.shared.as_ref().map_or(0, |sh| sh.hashes.memory_usage())
             + self.bytes.load(Ordering::Relaxed)
             + self.loop_slices().values().map(|s| s.memory_usage()).sum::<usize>()
+            + self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum::<usize>()
     }
 }
 

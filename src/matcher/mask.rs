@@ -1,8 +1,10 @@
 //! The runtime mask from the cache (XGrammar Algorithm 1 on Earley sets): merge the entries of
 //! the distinct scannable states of the current Earley set (union of accepted tokens), then
 //! check the uncertain tokens that no entry accepted against the full parser, sharing prefixes
-//! between consecutive checks. Scratch buffers belong to the matcher and are reused, so a warm
-//! step does not allocate.
+//! between consecutive checks. A large accepted set is merged from the bitset the cache keeps
+//! beside its entry (copied when it is the first written), so a warm step costs one pass per
+//! large entry plus its uncertain checks, whatever the entry's stored form. Scratch buffers
+//! belong to the matcher and are reused, so a warm step does not allocate.
 
 use super::oracle::walk_tokens;
 use crate::cache::{AdaptiveTokenMask, EntrySlot};
@@ -62,13 +64,21 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
         }
     }
     let ids = vocab.sorted_token_ids();
+    // Whether `out` holds anything yet: the first large accepted set is copied, not merged.
+    let mut written = false;
     for k in 0..scratch.states.len() {
         let SlotBudget { slot, budget } = scratch.states[k];
-        let entry = cache.entry(fsm, vocab, slot.state, slot.below_min);
+        let (entry, dense) = cache.entry_with_dense(fsm, vocab, slot.state, slot.below_min);
         scratch.check.extend_from_slice(&entry.uncertain);
         if budget >= max_len {
-            merge_accepted(&entry.accepted, &entry.uncertain, ids, vocab.normal_token_mask(), scratch, out);
+            match dense {
+                Some(words) if !written => copy_into(out, words),
+                Some(words) => or_into(out, words),
+                None => merge_accepted(&entry.accepted, &entry.uncertain, ids, vocab.normal_token_mask(), scratch, out),
+            }
+            written = true;
         } else {
+            written = true;
             // Near the upper bound of a repetition: trust only tokens short enough to fit, and
             // check the others (rare: only within one token length of the bound).
             let mut accepted = Vec::new();
@@ -141,11 +151,7 @@ fn merge_accepted(
                 out[id.word()] |= id.bit();
             }
         }
-        AdaptiveTokenMask::Bitset(bits) => {
-            for (o, b) in out.iter_mut().zip(bits.iter()) {
-                *o |= b;
-            }
-        }
+        AdaptiveTokenMask::Bitset(bits) => or_into(out, bits),
         AdaptiveTokenMask::Rejected(list) => {
             // accepted = normal tokens - rejected - uncertain
             scratch.words.clear();
@@ -158,10 +164,22 @@ fn merge_accepted(
                 let id = TokenId::from_u32(ids[pos as usize]);
                 scratch.words[id.word()] &= !id.bit();
             }
-            for (o, w) in out.iter_mut().zip(&scratch.words) {
-                *o |= w;
-            }
+            or_into(out, &scratch.words);
         }
+    }
+}
+
+/// Copies `words` over `out` (all zero before: a shorter `words` leaves the rest zero).
+fn copy_into(out: &mut [u32], words: &[u32]) {
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = *w;
+    }
+}
+
+/// ORs `words` into `out`, word by word.
+fn or_into(out: &mut [u32], words: &[u32]) {
+    for (o, w) in out.iter_mut().zip(words) {
+        *o |= w;
     }
 }
 

@@ -425,7 +425,7 @@ impl GrammarMatcher {
                 }
             }
         }
-        Ok(crate::util::bitset::count_allowed(out) == vocab.vocab_size())
+        Ok(crate::util::bitset::all_allowed(out, vocab.vocab_size()))
     }
 
     /// Whether a stop token has been accepted (or the grammar ended, with

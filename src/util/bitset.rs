@@ -94,6 +94,19 @@ pub fn count_allowed(words: &[u32]) -> usize {
     words.iter().map(|w| w.count_ones() as usize).sum()
 }
 
+/// Whether a mask given as words allows exactly the tokens `0..n`: `count_allowed(words) == n`
+/// for any mask without bits past `n`, but it stops at the first word with a token missing
+/// (the first word, mostly), where counting reads the whole vocabulary.
+pub fn all_allowed(words: &[u32], n: usize) -> bool {
+    let (full, rest) = (n / 32, n % 32);
+    if words.len() < n.div_ceil(32) || !words[..full].iter().all(|&w| w == u32::MAX) {
+        return false;
+    }
+    let last = if rest == 0 { 0 } else { (1u32 << rest) - 1 };
+    let tail = words.get(full).copied().unwrap_or(0);
+    tail == last && words.get(full + 1..).unwrap_or(&[]).iter().all(|&w| w == 0)
+}
+
 /// The set bits of a mask given as words, in increasing order.
 pub fn allowed_ids(words: &[u32]) -> impl Iterator<Item = usize> + '_ {
     words.iter().enumerate().flat_map(|(wi, &w)| {
@@ -118,6 +131,22 @@ impl std::fmt::Debug for TokenBitmask {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_allowed_agrees_with_counting() {
+        for n in [0, 1, 31, 32, 33, 64, 100] {
+            let words = mask_words(n);
+            let mut full = TokenBitmask::new(n);
+            (0..n).for_each(|id| full.set(id, true));
+            assert!(all_allowed(&full.words[..words], n), "n={n}");
+            for hole in [0, n / 2, n.saturating_sub(1)].into_iter().filter(|&h| h < n) {
+                let mut m = full.clone();
+                m.set(hole, false);
+                assert_eq!(all_allowed(&m.words[..words], n), count_allowed(&m.words) == n, "n={n} hole={hole}");
+                assert!(!all_allowed(&m.words[..words], n));
+            }
+        }
+    }
 
     #[test]
     fn set_get_and_iterate() {
