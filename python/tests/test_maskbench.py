@@ -9,9 +9,10 @@ import pytest
 
 import maskforge as xgr
 
-from conftest import CLI, FIXTURES, allowed_ids, cli_mask, maskbench_files
+from conftest import CLI, ROOT, allowed_ids, cli_mask, maskbench_files
 
-pytestmark = pytest.mark.skipif(not CLI.exists(), reason="the maskforge CLI is not built")
+# A missing CLI fails the module loudly (it is built before the Python tests run).
+assert CLI.exists(), f"{CLI} is missing: cargo build --release -p maskforge-cli"
 
 
 def python_mask(grammar: xgr.CompiledGrammar, prefix: str) -> list:
@@ -37,9 +38,10 @@ def test_schema_masks_equal_cli(path, qwen3_compiler, tmp_path):
 
 
 def test_protocol_masks_equal_cli(qwen3_compiler):
-    tools_file = FIXTURES / "corpus" / "protocols" / "tools.json"
+    # The protocol suite's tools, in the repository (tests/data/protocols/).
+    tools_file = ROOT / "tests" / "data" / "protocols" / "tools.json"
     tools = list(json.loads(tools_file.read_text()).values())
     grammar = qwen3_compiler.compile_protocol("qwen", tools, "auto")
-    for prefix in ("", "Sure. <tool_call>\n", '<tool_call>\n{"name": "get_weather", "arguments": {"loc'):
+    for prefix in ("", "Sure. <tool_call>\n", '<tool_call>\n{"name": "set_alarm", "arguments": {"ti'):
         expected = cli_mask(["--tokenizer", "qwen3", "--protocol", "qwen", "--tools", str(tools_file)], prefix)
         assert python_mask(grammar, prefix) == expected, prefix

@@ -13,13 +13,14 @@ import maskforge as xgr
 
 from conftest import MODEL
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-jsonschema = pytest.importorskip("jsonschema")
+import torch
+import transformers
+import jsonschema
 
 from maskforge.contrib.hf import LogitsProcessor  # noqa: E402  (needs torch and transformers)
 
-pytestmark = pytest.mark.skipif(not MODEL.exists(), reason=f"{MODEL} is missing (scripts/python-tests fetches it)")
+# A missing model fails the module loudly (scripts/python-tests fetches it).
+assert MODEL.exists(), f"{MODEL} is missing: run scripts/fetch-model"
 
 SCHEMAS = [
     {
