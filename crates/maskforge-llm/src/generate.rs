@@ -122,7 +122,7 @@ fn unconstrained(
         let logits = model.forward(&input)?;
         let forward_ms = step.elapsed().as_secs_f64() * 1e3;
         let id = sampler.sample(&logits, None).ok_or(LlmError::EmptyMask(out.tokens.len()))?;
-        out.timing.record_forward(input.len(), forward_ms, step.elapsed().as_secs_f64() * 1e3);
+        out.timing.record_forward(input.len(), forward_ms, step.elapsed().as_secs_f64() * 1e3, 1);
         out.tokens.push(id);
         out.sampled += 1;
         if out.vocab.is_stop_token(id) {
@@ -150,6 +150,9 @@ fn constrained(
     let mut waited_us = wait.elapsed().as_secs_f64() * 1e6;
     let mut input = prompt.to_vec();
     out.push_forced(&forced.ids, &mut input);
+    // Output tokens before this step's sampled one (the forced ones before the first step count
+    // as the first step's).
+    let mut emitted_before = 0;
     while !out.full(options) {
         let step = Instant::now();
         let logits = model.forward(&input)?;
@@ -165,15 +168,19 @@ fn constrained(
         let forced = worker.forced()?;
         waited_us += wait.elapsed().as_secs_f64() * 1e6;
         let step_ms = step.elapsed().as_secs_f64() * 1e3;
-        out.timing.record_forward(input.len(), forward_ms, step_ms);
+        let fed = input.len();
+        if !forced.terminated {
+            input = vec![id];
+            out.push_forced(&forced.ids, &mut input);
+        }
+        out.timing.record_forward(fed, forward_ms, step_ms, out.tokens.len() - emitted_before);
         out.timing.record_mask(mask_us, waited_us);
+        emitted_before = out.tokens.len();
         waited_us = 0.0;
         if forced.terminated {
             out.stopped = true;
             break;
         }
-        input = vec![id];
-        out.push_forced(&forced.ids, &mut input);
     }
     out.timing.total_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(())

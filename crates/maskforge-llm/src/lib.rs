@@ -35,7 +35,7 @@ use maskforge::{CompiledGrammar, GgufTokenizer, TextEncoder, Vocabulary};
 pub use chat::{chatml_prompt, is_chatml};
 pub use error::LlmError;
 pub use generate::{GenerateOptions, Generation};
-pub use model::Model;
+pub use model::{Model, Weights, AUTO_DEQUANTIZE_BYTES};
 pub use sample::Sampler;
 pub use timing::{median, Timing};
 
@@ -47,10 +47,16 @@ pub struct Llm {
 }
 
 impl Llm {
-    /// Loads the tokenizer (maskforge's GGUF reader) and the weights (candle) of a GGUF file.
+    /// Loads the tokenizer (maskforge's GGUF reader) and the weights (candle) of a GGUF file,
+    /// the weights kept as [`Weights::Auto`] says.
     pub fn load(path: &Path) -> Result<Llm, LlmError> {
+        Llm::load_with(path, Weights::Auto)
+    }
+
+    /// [`load`](Self::load), the weights kept as `weights` says.
+    pub fn load_with(path: &Path, weights: Weights) -> Result<Llm, LlmError> {
         let tokenizer = GgufTokenizer::from_file(path)?;
-        let model = Model::load(path)?;
+        let model = Model::load_with(path, weights)?;
         let mut vocab = tokenizer.vocabulary().clone();
         if model.vocab_size() < vocab.vocab_size() {
             return Err(LlmError::VocabMismatch { logits: model.vocab_size(), tokens: vocab.vocab_size() });

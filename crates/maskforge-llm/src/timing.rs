@@ -11,6 +11,9 @@ pub struct Timing {
     pub forward_ms: Vec<f64>,
     /// Milliseconds of each whole step.
     pub step_ms: Vec<f64>,
+    /// Output tokens each step added: the sampled token and the forced ones fed after it (the
+    /// first step also the tokens forced before the first sampled one).
+    pub emitted: Vec<usize>,
     /// Microseconds the worker spent computing each mask (constrained decoding only).
     pub mask_us: Vec<f64>,
     /// Microseconds the main thread waited for the worker at each step: the constraint's cost
@@ -21,10 +24,11 @@ pub struct Timing {
 }
 
 impl Timing {
-    pub(crate) fn record_forward(&mut self, fed: usize, forward_ms: f64, step_ms: f64) {
+    pub(crate) fn record_forward(&mut self, fed: usize, forward_ms: f64, step_ms: f64, emitted: usize) {
         self.fed.push(fed);
         self.forward_ms.push(forward_ms);
         self.step_ms.push(step_ms);
+        self.emitted.push(emitted);
     }
 
     pub(crate) fn record_mask(&mut self, mask_us: f64, wait_us: f64) {
@@ -35,6 +39,22 @@ impl Timing {
     /// Milliseconds of the steps after the first (the prompt's): the decoding proper.
     pub fn decode_ms(&self) -> f64 {
         self.step_ms.iter().skip(1).sum()
+    }
+
+    /// Output tokens of the steps after the first (the prompt's).
+    pub fn decode_tokens(&self) -> usize {
+        self.emitted.iter().skip(1).sum()
+    }
+
+    /// Output tokens per second of decoding proper: the steps after the prompt's, whose cost does
+    /// not depend on the prompt's length (0 when there are none).
+    pub fn decode_tokens_per_s(&self) -> f64 {
+        let ms = self.decode_ms();
+        if ms > 0.0 {
+            self.decode_tokens() as f64 / (ms / 1e3)
+        } else {
+            0.0
+        }
     }
 
     /// Median forward pass after the prompt, in milliseconds.
@@ -69,10 +89,11 @@ impl Timing {
     /// The timing line of the command-line tool.
     pub fn summary(&self, tokens: usize) -> String {
         format!(
-            "{tokens} tokens in {:.0} ms ({:.1} tokens/s) | forward {:.2} ms/token (median) | mask {:.1} us/token \
+            "{tokens} tokens in {:.0} ms ({:.1} tokens/s, {:.1} tokens/s decoding) | forward {:.2} ms/token (median) | mask {:.1} us/token \
              (median) | overhead {:.2} % (median step), {:.2} % (all steps)",
             self.total_ms,
             tokens as f64 / (self.total_ms / 1e3),
+            self.decode_tokens_per_s(),
             self.median_forward_ms(),
             self.median_mask_us(),
             self.median_overhead_pct(),

@@ -127,3 +127,27 @@ fn bad_model_files_are_clear_errors() {
     std::fs::remove_file(&path).unwrap();
     assert!(matches!(err, LlmError::Vocab(_)) && err.to_string().contains("not a GGUF file"), "{err}");
 }
+
+#[test]
+fn dequantized_weights_compute_the_quantized_model() {
+    use maskforge_llm::{Model, Weights};
+    let prompt_ids: Vec<u32> = {
+        let llm = lock();
+        assert!(llm.vocabulary().vocab_size() > 0);
+        llm.encoder().encode("The capital of France is").unwrap()
+    };
+    let mut quantized = Model::load_with(&model_path(), Weights::Quantized).unwrap();
+    let mut expanded = Model::load_with(&model_path(), Weights::Dequantized).unwrap();
+    assert!(!quantized.is_dequantized() && expanded.is_dequantized());
+    let a = quantized.forward(&prompt_ids).unwrap();
+    let b = expanded.forward(&prompt_ids).unwrap();
+    assert_eq!(a.len(), b.len());
+    let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
+    assert_eq!(argmax(&a), argmax(&b), "the same next token");
+    // The Q4_1 kernel rounds the activations to 8 bits before its dot products; the f32 weights
+    // are the same values without that rounding: the logits agree to a small fraction of their
+    // spread.
+    let spread = a.iter().fold(f32::MIN, |m, &x| m.max(x)) - a.iter().fold(f32::MAX, |m, &x| m.min(x));
+    let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
+    assert!(worst < 0.05 * spread, "max difference {worst} against a spread of {spread}");
+}

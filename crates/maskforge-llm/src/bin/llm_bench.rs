@@ -5,7 +5,10 @@
 //! constraint's overhead (the mask work the forward pass did not hide) and the tokens jump-forward
 //! fed without sampling.
 //!
-//! `cargo run --release -p maskforge-llm --bin llm_bench -- [--schemas N] [--tools N] [--max-tokens N] [--budget-s S]`
+//! `cargo run --release -p maskforge-llm --bin llm_bench -- [--schemas N] [--tools N] [--max-tokens N] [--budget-s S] [--quantized]`
+//!
+//! The weights are expanded to `f32` at load (`Weights::Auto`; `--quantized` keeps Q4_1, whose
+//! candle kernel is several times slower).
 //!
 //! The tasks run interleaved (schema, tool, schema, ...); with `--budget-s`, no task starts after
 //! that many seconds, and the table covers the tasks done.
@@ -21,7 +24,7 @@ use std::path::Path;
 use maskforge::{
     CompiledGrammar, CompilerConfig, GrammarCompiler, GrammarMatcher, JsonSchemaOptions, ProtocolOptions, ToolChoice,
 };
-use maskforge_llm::{median, GenerateOptions, Generation, Llm};
+use maskforge_llm::{median, GenerateOptions, Generation, Llm, Weights};
 use serde_json::Value;
 
 /// One request of the benchmark.
@@ -49,14 +52,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (n_schemas, n_tools, max_tokens) = (arg("--schemas", 50), arg("--tools", 20), arg("--max-tokens", 128));
     let budget_s = arg("--budget-s", usize::MAX) as f64;
+    let weights = if args.iter().any(|a| a == "--quantized") { Weights::Quantized } else { Weights::Auto };
     let fixtures = maskforge::tokenizer::fixtures_dir();
-    let mut llm = Llm::load(&fixtures.join("model/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    let mut llm = Llm::load_with(&fixtures.join("model/SmolLM2-135M-Instruct.Q4_1.gguf"), weights)
         .map_err(|e| format!("{e} (run scripts/fetch-model)"))?;
     let compiler = GrammarCompiler::new(llm.vocabulary().clone(), CompilerConfig::default());
     let schemas = schema_tasks(&compiler, &fixtures.join("corpus/maskbench-dev"), n_schemas)?;
     let tools = tool_tasks(&compiler, &fixtures.join("corpus/tools"), n_tools)?;
     let tasks = interleave(schemas, tools);
-    println!("{} tasks, max {max_tokens} tokens each, greedy decoding", tasks.len());
+    println!(
+        "{} tasks, max {max_tokens} tokens each, greedy decoding, weights {}",
+        tasks.len(),
+        if llm.model_mut().is_dequantized() { "f32" } else { "quantized" }
+    );
     let started = std::time::Instant::now();
 
     let mut results: Vec<(&str, &str, bool, Generation)> = Vec::new();
@@ -201,9 +209,9 @@ fn judge(task: &Task, out: &Generation) -> bool {
 
 fn report(results: &[(&str, &str, bool, Generation)]) {
     println!(
-        "| tasks | mode | valid | tokens | tokens/s | forward ms (median) | mask us (median) | overhead median step | overhead all steps | jump-forward tokens |"
+        "| tasks | mode | valid | tokens | tokens/s | decode tokens/s | forward ms (median) | mask us (median) | overhead median step | overhead all steps | jump-forward tokens |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for family in ["schema", "llama", "qwen", "all"] {
         for mode in ["constrained", "unconstrained"] {
             let rows: Vec<_> = results.iter().filter(|r| (family == "all" || r.0 == family) && r.1 == mode).collect();
@@ -222,13 +230,15 @@ fn report(results: &[(&str, &str, bool, Generation)]) {
             let overhead = median(shares);
             let waited = rows.iter().flat_map(|r| r.3.timing.wait_us.iter().skip(1)).fold(0.0, |a, b| a + b);
             let decode: f64 = rows.iter().map(|r| r.3.timing.decode_ms()).sum();
+            let decode_tokens: usize = rows.iter().map(|r| r.3.timing.decode_tokens()).sum();
             let jumped: usize = rows.iter().map(|r| r.3.jumped).sum();
             println!(
-                "| {family} ({}) | {mode} | {valid}/{} ({:.0} %) | {tokens} | {:.1} | {forward:.2} | {mask:.1} | {overhead:.2} % | {:.2} % | {jumped} ({:.0} % of tokens) |",
+                "| {family} ({}) | {mode} | {valid}/{} ({:.0} %) | {tokens} | {:.1} | {:.1} | {forward:.2} | {mask:.1} | {overhead:.2} % | {:.2} % | {jumped} ({:.0} % of tokens) |",
                 rows.len(),
                 rows.len(),
                 100.0 * valid as f64 / rows.len() as f64,
                 tokens as f64 / (ms / 1e3),
+                decode_tokens as f64 / (decode / 1e3).max(1e-9),
                 100.0 * waited / (decode * 1e3).max(1e-9),
                 100.0 * jumped as f64 / tokens.max(1) as f64,
             );
