@@ -118,7 +118,7 @@ pub use grammar::{
     CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleId, TagDispatch, TokenSet,
     Trigger,
 };
-pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError};
+pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
 

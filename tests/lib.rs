@@ -18,6 +18,7 @@ mod layering;
 mod maskbench_ratchet;
 mod matcher;
 mod pool;
+mod prefetch;
 mod properties;
 mod protocols;
 mod saved;

@@ -263,6 +263,11 @@ impl MaskCache {
         self.entry_in_slot(fsm, vocab, self.slot_of(fsm, state, below_min))
     }
 
+    /// Whether the entry of `state` is built (see [`MaskCache::entry`]).
+    pub fn has_entry(&self, fsm: &GrammarFsm, state: StateId, below_min: bool) -> bool {
+        self.entries[self.slot_of(fsm, state, below_min).index()].get().is_some()
+    }
+
     /// As [`MaskCache::entry`], with the entry's accepted tokens as a bitset when merging that
     /// is cheaper than merging the entry's own form (a large list, a rejected list, a bitset):
     /// what the warm mask merges.

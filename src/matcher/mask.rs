@@ -9,15 +9,15 @@
 use super::oracle::walk_tokens;
 use crate::cache::{AdaptiveTokenMask, EntrySlot};
 use crate::compiled::CompiledGrammar;
-use crate::earley::Parser;
-use crate::fsm::RuleKind;
+use crate::earley::{Item, Parser};
+use crate::fsm::{GrammarFsm, RuleKind};
 use crate::util::id::TokenId;
 
 /// One cache entry the current Earley set needs, and how far its accepted set can be trusted.
 #[derive(Clone, Copy, Debug)]
-struct SlotBudget {
+pub(super) struct SlotBudget {
     /// The entry: an item's state, and whether the item's repetition count is below its minimum.
-    slot: EntrySlot,
+    pub(super) slot: EntrySlot,
     /// The smallest repetition budget of the items using the entry: tokens longer than this
     /// many bytes may cross the repetition's upper bound and are checked with the parser
     /// (`u32::MAX` outside counted repetitions).
@@ -45,19 +45,7 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
     scratch.states.clear();
     scratch.check.clear();
     for it in parser.current_items() {
-        if fsm.byte_edges(it.state).is_empty() {
-            continue;
-        }
-        let (below_min, budget) = match fsm.rule(fsm.rule_of(it.state)).kind {
-            // A token of n bytes may loop n times (once before its first byte when the item sits
-            // where an iteration can end), and a loop needs `count + 1 < max`.
-            RuleKind::Counted { min, max } => (
-                it.count < min,
-                if max == u32::MAX { u32::MAX } else { max.saturating_sub(it.count).saturating_sub(1) },
-            ),
-            RuleKind::Plain => (false, u32::MAX),
-        };
-        let slot = EntrySlot { state: it.state, below_min };
+        let Some(SlotBudget { slot, budget }) = item_slot(fsm, it) else { continue };
         match scratch.states.iter_mut().find(|s| s.slot == slot) {
             Some(s) => s.budget = s.budget.min(budget),
             None => scratch.states.push(SlotBudget { slot, budget }),
@@ -100,6 +88,23 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
     scratch.check.dedup();
     let ids = vocab.sorted_token_ids();
     walk_tokens(parser, vocab, scratch.check.iter().map(|&pos| ids[pos as usize]), out);
+}
+
+/// The cache entry an item of the current set needs, and its repetition budget; `None` for an
+/// item that reads no byte.
+pub(super) fn item_slot(fsm: &GrammarFsm, it: &Item) -> Option<SlotBudget> {
+    if fsm.byte_edges(it.state).is_empty() {
+        return None;
+    }
+    let (below_min, budget) = match fsm.rule(fsm.rule_of(it.state)).kind {
+        // A token of n bytes may loop n times (once before its first byte when the item sits
+        // where an iteration can end), and a loop needs `count + 1 < max`.
+        RuleKind::Counted { min, max } => {
+            (it.count < min, if max == u32::MAX { u32::MAX } else { max.saturating_sub(it.count).saturating_sub(1) })
+        }
+        RuleKind::Plain => (false, u32::MAX),
+    };
+    Some(SlotBudget { slot: EntrySlot { state: it.state, below_min }, budget })
 }
 
 /// ORs into `out` the tokens some item of the current set reads by id (its sentinel), from the

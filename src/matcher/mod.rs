@@ -32,10 +32,12 @@ mod batch;
 mod jump_forward;
 mod mask;
 pub mod oracle;
+mod prefetch;
 mod speculate;
 
 pub use batch::BatchGrammarMatcher;
 pub use jump_forward::JumpForwardTokens;
+pub use prefetch::Prefetch;
 
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;

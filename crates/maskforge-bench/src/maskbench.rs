@@ -27,6 +27,8 @@
 //! ([`JsonSchemaOptions::spec_compliant`]: strict mode off, any whitespace), as MaskBench
 //! instances follow the JSON Schema specification.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +37,7 @@ use serde_json::Value;
 use crate::stats::Summary;
 use maskforge::GrammarCompiler;
 use maskforge::GrammarMatcher;
+use maskforge::Prefetch;
 use maskforge::TextEncoder;
 use maskforge::TokenBitmask;
 use maskforge::{JsonSchemaOptions, SchemaErrorKind};
@@ -49,11 +52,23 @@ pub struct MaskBenchConfig {
     pub masks: bool,
     /// The JSON Schema options (default: spec-compliant).
     pub options: JsonSchemaOptions,
+    /// Simulate a model's forward pass of this long before every mask (the host's time while
+    /// the GPU runs), during which a background thread builds the entries that
+    /// [`GrammarMatcher::prefetch`] lists; `None`: masks back to back, no background work.
+    pub forward: Option<Duration>,
+    /// How many bytes ahead a prefetch looks (with [`forward`](Self::forward)).
+    pub prefetch_bytes: usize,
 }
 
 impl Default for MaskBenchConfig {
     fn default() -> Self {
-        MaskBenchConfig { limit: Duration::from_secs(60), masks: true, options: JsonSchemaOptions::spec_compliant() }
+        MaskBenchConfig {
+            limit: Duration::from_secs(60),
+            masks: true,
+            options: JsonSchemaOptions::spec_compliant(),
+            forward: None,
+            prefetch_bytes: 8,
+        }
     }
 }
 
@@ -199,6 +214,7 @@ pub fn run_file(
     }
     let vocab = grammar.vocabulary().clone();
     let mut matcher = GrammarMatcher::new(&grammar);
+    let ahead = config.forward.filter(|_| config.masks).map(|forward| Ahead::start(forward, config.prefetch_bytes));
     let mut mask = TokenBitmask::new(vocab.vocab_size());
     if config.masks {
         matcher.fill_next_token_bitmask(mask.as_words_mut());
@@ -242,6 +258,9 @@ pub fn run_file(
             }
             result.tokens += 1;
             let allowed = if config.masks {
+                if let Some(ahead) = &ahead {
+                    ahead.forward_pass(&mut matcher);
+                }
                 let t0 = Instant::now();
                 matcher.fill_next_token_bitmask(mask.as_words_mut());
                 result.tbm_us.push(t0.elapsed().as_secs_f64() * 1e6);
@@ -261,6 +280,9 @@ pub fn run_file(
         }
         let ends = accepted_all
             && if config.masks {
+                if let Some(ahead) = &ahead {
+                    ahead.forward_pass(&mut matcher);
+                }
                 let t0 = Instant::now();
                 matcher.fill_next_token_bitmask(mask.as_words_mut());
                 result.tbm_us.push(t0.elapsed().as_secs_f64() * 1e6);
@@ -294,6 +316,43 @@ pub fn run_file(
         result.error = Some(v);
     }
     result
+}
+
+/// The simulated forward pass of [`MaskBenchConfig::forward`] and the background thread that
+/// builds prefetched entries meanwhile (it ends when this is dropped).
+struct Ahead {
+    jobs: mpsc::Sender<(u64, Prefetch)>,
+    /// The number of the latest prefetch: the thread drops older ones.
+    latest: Arc<AtomicU64>,
+    forward: Duration,
+    bytes: usize,
+}
+
+impl Ahead {
+    fn start(forward: Duration, bytes: usize) -> Ahead {
+        let (jobs, queue) = mpsc::channel::<(u64, Prefetch)>();
+        let latest = Arc::new(AtomicU64::new(0));
+        let current = latest.clone();
+        std::thread::spawn(move || {
+            for (n, prefetch) in queue {
+                prefetch.run_while(|| current.load(Ordering::Relaxed) == n);
+            }
+        });
+        Ahead { jobs, latest, forward, bytes }
+    }
+
+    /// What a host does between `accept_token` and the next fill while the GPU runs: hand the
+    /// prefetch to the background thread, then wait out the forward pass.
+    fn forward_pass(&self, matcher: &mut GrammarMatcher) {
+        let started = Instant::now();
+        let n = self.latest.fetch_add(1, Ordering::Relaxed) + 1;
+        let prefetch = matcher.prefetch(self.bytes);
+        if !prefetch.is_empty() {
+            // The thread lives as long as `self`: sending cannot fail.
+            let _ = self.jobs.send((n, prefetch));
+        }
+        std::thread::sleep(self.forward.saturating_sub(started.elapsed()));
+    }
 }
 
 fn truncate(s: &str, n: usize) -> &str {

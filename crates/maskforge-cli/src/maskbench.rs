@@ -48,6 +48,14 @@ pub struct MaskbenchArgs {
     /// `1` for single-thread figures).
     #[arg(long)]
     threads: Option<usize>,
+    /// Simulate a model's forward pass of this many microseconds before every mask, during
+    /// which a background thread builds the entries `GrammarMatcher::prefetch` lists (TBM then
+    /// shows what a serving engine sees; the time limit per file counts the waits too).
+    #[arg(long)]
+    forward_us: Option<u64>,
+    /// How many bytes ahead a prefetch looks (with `--forward-us`).
+    #[arg(long, default_value_t = 8)]
+    prefetch_bytes: usize,
 }
 
 fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -84,6 +92,8 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
     let mut config = MaskBenchConfig {
         limit: Duration::from_secs_f64(args.limit_s),
         masks: !args.accept_only,
+        forward: args.forward_us.map(Duration::from_micros),
+        prefetch_bytes: args.prefetch_bytes,
         ..Default::default()
     };
     config.options.enforce_format = !args.no_format;

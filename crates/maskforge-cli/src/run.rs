@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Sampling temperature (0: greedy).
     #[arg(long, default_value_t = 0.7)]
     temperature: f32,
+    /// Repetition penalty over the last 64 output tokens (CTRL's, as transformers' and
+    /// llama.cpp's `repeat_penalty`); 1 is off.
+    #[arg(long, default_value_t = 1.0)]
+    repeat_penalty: f32,
     /// Decode without the grammar (the same loop, for comparison); no SOURCE is needed.
     #[arg(long)]
     no_constraint: bool,
@@ -66,7 +70,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, Failure> {
     };
     let prompt =
         if args.chat { llm.chat_prompt(&args.prompt).map_err(|e| e.to_string())? } else { args.prompt.clone() };
-    let options = GenerateOptions { max_tokens: args.max_tokens, seed: args.seed, temperature: args.temperature };
+    let options = GenerateOptions {
+        max_tokens: args.max_tokens,
+        seed: args.seed,
+        temperature: args.temperature,
+        repeat_penalty: args.repeat_penalty,
+    };
     let out = llm.generate(&prompt, grammar.as_ref(), &options).map_err(|e| e.to_string())?;
     outln!("{}", out.text);
     outln!(

@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let prompt = llm.chat_prompt("Recommend one movie as JSON with its title, year and genres.")?;
     for seed in [1, 2] {
-        let options = GenerateOptions { max_tokens: 96, seed, temperature: 0.8 };
+        let options = GenerateOptions { max_tokens: 96, seed, temperature: 0.8, repeat_penalty: 1.0 };
         let out = llm.generate(&prompt, Some(&grammar), &options)?;
         // The output is a complete JSON value of the schema, ended by the model's stop token.
         assert!(out.stopped, "the token limit came first: {}", out.text);
@@ -47,7 +47,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // The same loop without the grammar, for comparison.
-    let out = llm.generate(&prompt, None, &GenerateOptions { max_tokens: 48, seed: 1, temperature: 0.8 })?;
+    let out = llm.generate(
+        &prompt,
+        None,
+        &GenerateOptions { max_tokens: 48, seed: 1, temperature: 0.8, repeat_penalty: 1.0 },
+    )?;
     println!("unconstrained: {}", out.text.trim());
     println!("  {}", out.timing.summary(out.tokens.len()));
     Ok(())

@@ -20,11 +20,21 @@ pub struct GenerateOptions {
     pub seed: u64,
     /// Sampling temperature; 0 is greedy.
     pub temperature: f32,
+    /// The repetition penalty of CTRL (Keskar et al. 2019), as transformers' and llama.cpp's
+    /// `repeat_penalty`: the logit of a token among the last [`REPEAT_WINDOW`] output tokens is
+    /// divided by it when positive, multiplied when negative, before the mask and sampling. 1
+    /// (the default) is off. A small model decoding greedily tends to repeat a phrase until the
+    /// token limit (`"john_john_john_…"`); a grammar cannot end a string for it, this can.
+    pub repeat_penalty: f32,
 }
+
+/// How many of the latest output tokens [`GenerateOptions::repeat_penalty`] looks at (llama.cpp's
+/// default `repeat_last_n`).
+pub const REPEAT_WINDOW: usize = 64;
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        GenerateOptions { max_tokens: 256, seed: 0, temperature: 0.7 }
+        GenerateOptions { max_tokens: 256, seed: 0, temperature: 0.7, repeat_penalty: 1.0 }
     }
 }
 
@@ -54,7 +64,7 @@ pub(crate) fn generate(
     options: &GenerateOptions,
 ) -> Result<Generation, LlmError> {
     model.reset();
-    let mut sampler = Sampler::new(options.seed, options.temperature);
+    let mut sampler = Sampler::new(options.seed, options.temperature).with_repeat_penalty(options.repeat_penalty);
     let vocab = encoder.vocabulary().clone();
     let mut out =
         Output { vocab, tokens: Vec::new(), sampled: 0, jumped: 0, stopped: false, timing: Timing::default() };
@@ -121,7 +131,8 @@ fn unconstrained(
         let step = Instant::now();
         let logits = model.forward(&input)?;
         let forward_ms = step.elapsed().as_secs_f64() * 1e3;
-        let id = sampler.sample(&logits, None).ok_or(LlmError::EmptyMask(out.tokens.len()))?;
+        let id =
+            sampler.sample_after(&logits, None, recent(&out.tokens)).ok_or(LlmError::EmptyMask(out.tokens.len()))?;
         out.timing.record_forward(input.len(), forward_ms, step.elapsed().as_secs_f64() * 1e3, 1);
         out.tokens.push(id);
         out.sampled += 1;
@@ -160,7 +171,9 @@ fn constrained(
         let wait = Instant::now();
         let (mask, mask_us) = worker.mask()?;
         waited_us += wait.elapsed().as_secs_f64() * 1e6;
-        let id = sampler.sample(&logits, Some(&mask)).ok_or(LlmError::EmptyMask(out.tokens.len()))?;
+        let id = sampler
+            .sample_after(&logits, Some(&mask), recent(&out.tokens))
+            .ok_or(LlmError::EmptyMask(out.tokens.len()))?;
         out.tokens.push(id);
         out.sampled += 1;
         worker.accept(id)?;
@@ -184,6 +197,11 @@ fn constrained(
     }
     out.timing.total_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(())
+}
+
+/// The output tokens the repetition penalty looks at.
+fn recent(tokens: &[u32]) -> &[u32] {
+    &tokens[tokens.len().saturating_sub(REPEAT_WINDOW)..]
 }
 
 impl Output {

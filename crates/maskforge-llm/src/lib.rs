@@ -34,7 +34,7 @@ use maskforge::{CompiledGrammar, GgufTokenizer, TextEncoder, Vocabulary};
 
 pub use chat::{chatml_prompt, is_chatml};
 pub use error::LlmError;
-pub use generate::{GenerateOptions, Generation};
+pub use generate::{GenerateOptions, Generation, REPEAT_WINDOW};
 pub use model::{Model, Weights, AUTO_DEQUANTIZE_BYTES};
 pub use sample::Sampler;
 pub use timing::{median, Timing};

@@ -9,13 +9,44 @@ use rand::{Rng, SeedableRng};
 pub struct Sampler {
     rng: StdRng,
     temperature: f32,
+    repeat_penalty: f32,
+    /// Scratch: the logits with the repetition penalty applied.
+    penalized: Vec<f32>,
 }
 
 impl Sampler {
     /// A sampler; a temperature `<= 0` (or not finite) means greedy decoding.
     pub fn new(seed: u64, temperature: f32) -> Sampler {
         let temperature = if temperature.is_finite() { temperature.max(0.0) } else { 0.0 };
-        Sampler { rng: StdRng::seed_from_u64(seed), temperature }
+        Sampler { rng: StdRng::seed_from_u64(seed), temperature, repeat_penalty: 1.0, penalized: Vec::new() }
+    }
+
+    /// With a repetition penalty (see `GenerateOptions::repeat_penalty`); 1, or a value that is
+    /// not finite and positive, is none.
+    pub fn with_repeat_penalty(mut self, penalty: f32) -> Sampler {
+        self.repeat_penalty = if penalty.is_finite() && penalty > 0.0 { penalty } else { 1.0 };
+        self
+    }
+
+    /// [`sample`](Self::sample) after the repetition penalty for the tokens of `recent`.
+    pub fn sample_after(&mut self, logits: &[f32], mask: Option<&TokenBitmask>, recent: &[u32]) -> Option<u32> {
+        if self.repeat_penalty == 1.0 || recent.is_empty() {
+            return self.sample(logits, mask);
+        }
+        let mut penalized = std::mem::take(&mut self.penalized);
+        penalized.clear();
+        penalized.extend_from_slice(logits);
+        let mut seen: Vec<u32> = recent.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        for id in seen {
+            if let Some(l) = penalized.get_mut(id as usize) {
+                *l = if *l > 0.0 { *l / self.repeat_penalty } else { *l * self.repeat_penalty };
+            }
+        }
+        let id = self.sample(&penalized, mask);
+        self.penalized = penalized;
+        id
     }
 
     /// The next token among those `mask` allows (every id when `mask` is `None`); `None` if no
@@ -61,6 +92,23 @@ mod tests {
             assert!(matches!(sampler.sample(&logits, Some(&mask)), Some(1 | 2)));
         }
         assert_eq!(Sampler::new(0, 1.0).sample(&logits, Some(&TokenBitmask::new(4))), None);
+    }
+
+    #[test]
+    fn the_repetition_penalty_lowers_recent_tokens_only() {
+        let logits = [4.0, 3.9, -1.0, -1.05];
+        let mut greedy = Sampler::new(0, 0.0).with_repeat_penalty(1.1);
+        assert_eq!(greedy.sample_after(&logits, None, &[]), Some(0));
+        // 4.0 / 1.1 < 3.9: the repeated token loses its lead.
+        assert_eq!(greedy.sample_after(&logits, None, &[0, 0]), Some(1));
+        // A negative logit is multiplied: -1.0 * 1.1 < -1.05.
+        let mut mask = TokenBitmask::new(4);
+        mask.set(2, true);
+        mask.set(3, true);
+        assert_eq!(greedy.sample_after(&logits, Some(&mask), &[]), Some(2));
+        assert_eq!(greedy.sample_after(&logits, Some(&mask), &[2]), Some(3));
+        // Off at 1, and for nonsense values.
+        assert_eq!(Sampler::new(0, 0.0).with_repeat_penalty(f32::NAN).sample_after(&logits, None, &[0]), Some(0));
     }
 
     #[test]

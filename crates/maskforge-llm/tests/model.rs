@@ -61,7 +61,7 @@ fn constrained_generation_for_a_schema_validates() {
     let options = JsonSchemaOptions { any_whitespace: false, ..JsonSchemaOptions::default() };
     let grammar = compiler.compile_json_schema(&schema, &options).unwrap();
     let prompt = llm.chat_prompt("Describe Paris as a JSON object with its population.").unwrap();
-    let options = GenerateOptions { max_tokens: 64, seed: 1, temperature: 0.7 };
+    let options = GenerateOptions { max_tokens: 64, seed: 1, temperature: 0.7, repeat_penalty: 1.0 };
     let out = llm.generate(&prompt, Some(&grammar), &options).unwrap();
     assert!(out.stopped, "no stop token within 64 tokens: {}", out.text);
     let value: serde_json::Value = serde_json::from_str(&out.text).unwrap_or_else(|e| panic!("{e}: {}", out.text));
@@ -86,8 +86,13 @@ fn tool_call_for_a_protocol_is_accepted_again() {
     let grammar = compiler.compile_protocol("qwen", &tools, &choice, &options).unwrap();
     let system = "You call tools. Tools: get_weather(city). Answer with <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>.";
     let prompt = llm.chat_prompt_with_system(Some(system), "What is the weather in Oslo?").unwrap();
-    let out =
-        llm.generate(&prompt, Some(&grammar), &GenerateOptions { max_tokens: 64, seed: 2, temperature: 0.7 }).unwrap();
+    let out = llm
+        .generate(
+            &prompt,
+            Some(&grammar),
+            &GenerateOptions { max_tokens: 64, seed: 2, temperature: 0.7, repeat_penalty: 1.0 },
+        )
+        .unwrap();
     assert!(out.stopped, "{}", out.text);
     assert!(out.text.contains("<tool_call>") && out.text.contains("\"name\": \"get_weather\""), "{}", out.text);
     // The check: a fresh matcher accepts the whole output, stop token included, and terminates.
@@ -108,12 +113,16 @@ fn tool_call_for_a_protocol_is_accepted_again() {
 fn unconstrained_generation_runs_the_same_loop() {
     let mut llm = lock();
     let prompt = llm.chat_prompt("Say hello.").unwrap();
-    let out = llm.generate(&prompt, None, &GenerateOptions { max_tokens: 8, seed: 0, temperature: 0.0 }).unwrap();
+    let out = llm
+        .generate(&prompt, None, &GenerateOptions { max_tokens: 8, seed: 0, temperature: 0.0, repeat_penalty: 1.0 })
+        .unwrap();
     assert_eq!(out.jumped, 0);
     assert!(out.tokens.len() <= 8 && !out.tokens.is_empty());
     assert!(out.timing.mask_us.is_empty());
     // Greedy decoding is deterministic.
-    let again = llm.generate(&prompt, None, &GenerateOptions { max_tokens: 8, seed: 9, temperature: 0.0 }).unwrap();
+    let again = llm
+        .generate(&prompt, None, &GenerateOptions { max_tokens: 8, seed: 9, temperature: 0.0, repeat_penalty: 1.0 })
+        .unwrap();
     assert_eq!(out.tokens, again.tokens);
 }
 
