@@ -5,7 +5,7 @@
 //! constraint's overhead (the mask work the forward pass did not hide) and the tokens jump-forward
 //! fed without sampling.
 //!
-//! `cargo run --release -p maskforge-llm --bin llm_bench -- [--schemas N] [--tools N] [--max-tokens N] [--budget-s S] [--repeat-penalty P] [--quantized]`
+//! `cargo run --release -p maskforge-llm --bin llm_bench -- [--schemas N] [--tools N] [--max-tokens N] [--budget-s S] [--repeat-penalty P] [--tasks I,J,..] [--constrained-only] [--quantized]`
 //!
 //! Greedy decoding with a repetition penalty of 1.1 (`--repeat-penalty`, both modes; 1 is
 //! off): without it SmolLM2 repeats a phrase inside a string until the token limit in a quarter
@@ -78,13 +78,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = std::time::Instant::now();
 
     let mut results: Vec<(&str, &str, bool, Generation)> = Vec::new();
+    // `--tasks 3,17`: only these tasks (numbers as printed), e.g. to rerun the ones that hit
+    // the token limit with a larger `--max-tokens`.
+    let only: Option<Vec<usize>> = args
+        .iter()
+        .position(|a| a == "--tasks")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
+    let constrained_only = args.iter().any(|a| a == "--constrained-only");
     for (i, task) in tasks.iter().enumerate() {
+        if only.as_ref().is_some_and(|only| !only.contains(&i)) {
+            continue;
+        }
         if started.elapsed().as_secs_f64() > budget_s {
             println!("time budget reached after {i} tasks");
             break;
         }
         let prompt = llm.chat_prompt_with_system(task.system.as_deref(), &task.prompt)?;
-        for (mode, grammar) in [("constrained", Some(&task.grammar)), ("unconstrained", None)] {
+        let modes = [("constrained", Some(&task.grammar)), ("unconstrained", None)];
+        for (mode, grammar) in modes.into_iter().take(if constrained_only { 1 } else { 2 }) {
             let options = GenerateOptions { max_tokens, seed: i as u64, temperature: 0.0, repeat_penalty };
             let out = llm.generate(&prompt, grammar, &options)?;
             let valid = judge(task, &out);
