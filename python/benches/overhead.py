@@ -33,15 +33,22 @@ INSTANCE = '{"name": "Ada Lovelace", "age": 36, "tags": ["math", "engines", "not
 PREFIXES = [INSTANCE[:n] for n in range(0, len(INSTANCE), 5)]
 
 
-def per_call(fn, iterations: int) -> float:
-    """Median over 5 runs of the mean seconds per call."""
+def per_call(fn, calls: int = 20, batches: int = 500) -> float:
+    """Seconds per call: the median over `batches` batches of the mean of `calls` calls. A
+    median, so that the batches another process preempted (milliseconds each on the shared
+    machine, which a mean over thousands of calls would spread over every call) do not count."""
     runs = []
-    for _ in range(5):
+    for _ in range(batches):
         start = time.perf_counter()
-        for _ in range(iterations):
+        for _ in range(calls):
             fn()
-        runs.append((time.perf_counter() - start) / iterations)
+        runs.append((time.perf_counter() - start) / calls)
     return statistics.median(runs)
+
+
+def rust_per_call(matcher, calls: int = 20, batches: int = 500) -> float:
+    """As `per_call`, for the same fill looped inside one Rust call."""
+    return statistics.median(matcher._time_rust_fill(calls) / calls for _ in range(batches))
 
 
 def main() -> None:
@@ -55,33 +62,33 @@ def main() -> None:
         m = xgr.GrammarMatcher(grammar)
         assert m.accept_string(prefix)
         matchers.append(m)
-    n = 2000
     np_mask = np.zeros(xgr.get_bitmask_shape(1, info.vocab_size), dtype=np.int32)
     torch_mask = xgr.allocate_token_bitmask(1, info.vocab_size)
     rust, via_numpy, via_torch = [], [], []
     for m in matchers:
         m.fill_next_token_bitmask(np_mask)  # warm the mask cache
-        rust.append(statistics.median(m._time_rust_fill(n) / n for _ in range(5)))
-        via_numpy.append(per_call(lambda: m.fill_next_token_bitmask(np_mask), n))
-        via_torch.append(per_call(lambda: m.fill_next_token_bitmask(torch_mask), n))
+        rust.append(rust_per_call(m))
+        via_numpy.append(per_call(lambda: m.fill_next_token_bitmask(np_mask)))
+        via_torch.append(per_call(lambda: m.fill_next_token_bitmask(torch_mask)))
     us = lambda xs: statistics.median(xs) * 1e6  # noqa: E731
     print(f"vocabulary llama3 ({info.vocab_size} tokens), {len(matchers)} states of one JSON Schema")
     print(f"fill, Rust loop           median {us(rust):6.2f} us")
     print(f"fill, Python numpy mask   median {us(via_numpy):6.2f} us  overhead {us(via_numpy) - us(rust):5.2f} us")
     print(f"fill, Python torch mask   median {us(via_torch):6.2f} us  overhead {us(via_torch) - us(rust):5.2f} us")
-    overheads = [p - r for p, r in zip(via_numpy, rust)]
-    print(f"numpy overhead per state: min {min(overheads) * 1e6:.2f} max {max(overheads) * 1e6:.2f} us")
+    for name, times in (("numpy", via_numpy), ("torch", via_torch)):
+        overheads = [p - r for p, r in zip(times, rust)]
+        print(f"{name} overhead per state: min {min(overheads) * 1e6:.2f} max {max(overheads) * 1e6:.2f} us")
 
     batch_size = 64
     batch = [matchers[i % len(matchers)].fork() for i in range(batch_size)]
     bitmask = xgr.allocate_token_bitmask(batch_size, info.vocab_size)
-    rust_sum = sum(m._time_rust_fill(200) / 200 for m in batch)
-    loop = per_call(lambda: [m.fill_next_token_bitmask(bitmask, i) for i, m in enumerate(batch)], 100)
+    rust_sum = sum(rust_per_call(m, batches=50) for m in batch)
+    loop = per_call(lambda: [m.fill_next_token_bitmask(bitmask, i) for i, m in enumerate(batch)], 5, 100)
     print(f"64 matchers, sum of Rust fills            {rust_sum * 1e6:8.1f} us")
     print(f"64 matchers, Python loop of single fills  {loop * 1e6:8.1f} us")
     for threads in (1, 2):
         runner = xgr.BatchGrammarMatcher(threads)
-        t = per_call(lambda: runner.batch_fill_next_token_bitmask(batch, bitmask), 100)
+        t = per_call(lambda: runner.batch_fill_next_token_bitmask(batch, bitmask), 5, 100)
         print(f"64 matchers, batch_fill_next_token_bitmask, {threads} thread(s) {t * 1e6:8.1f} us")
 
 

@@ -1,5 +1,6 @@
-//! Borrowing an engine's bitmask (a numpy array, or a torch CPU tensor through
-//! `Tensor.numpy()`, which shares its memory) as `&mut [u32]` rows, without a copy.
+//! Borrowing an engine's bitmask (a numpy array, or a torch CPU tensor) as `&mut [u32]` rows,
+//! without a copy. A `torch.Tensor` is read directly (`torch_tensor`); a subclass of it goes
+//! through `Tensor.numpy()`, a view of the same memory.
 //!
 //! Every check (type, device, dtype, layout, shape, row index) runs before anything is
 //! written, so a bad bitmask raises `BitmaskError` and leaves the array as it was.
@@ -10,51 +11,56 @@ use numpy::{
 use pyo3::prelude::*;
 
 use crate::errors::BitmaskError;
+use crate::torch_tensor::{borrow_exact_tensor, not_contiguous, TensorWords};
 
 /// A bitmask borrowed for writing: `rows × words` int32, C-contiguous.
 pub struct BorrowedBitmask<'py> {
-    array: PyReadwriteArrayDyn<'py, i32>,
+    memory: Memory<'py>,
     /// 1 for a 1-D bitmask.
     pub rows: usize,
     /// Words per row.
     pub words: usize,
 }
 
+/// Where the words are.
+enum Memory<'py> {
+    Numpy(PyReadwriteArrayDyn<'py, i32>),
+    Torch(TensorWords<'py>),
+}
+
 impl<'py> BorrowedBitmask<'py> {
     /// Borrows `obj` as a bitmask of rows of `words` words (1-D: one row; 2-D: `(rows, words)`).
     pub fn new(obj: &Bound<'py, PyAny>, words: usize) -> PyResult<Self> {
+        if let Some(tensor) = borrow_exact_tensor(obj)? {
+            let rows = rows_of(&tensor.shape, words)?;
+            return Ok(BorrowedBitmask { memory: Memory::Torch(tensor), rows, words });
+        }
         let array = as_ndarray(obj)?;
         let dtype = array.dtype();
         if !dtype.is_equiv_to(&numpy::dtype::<i32>(obj.py())) {
             return Err(BitmaskError::new_err(format!("the bitmask must have dtype int32, not {}", dtype.str()?)));
         }
-        let shape = array.shape().to_vec();
-        let rows = match shape.as_slice() {
-            [w] if *w == words => 1,
-            [r, w] if *w == words => *r,
-            _ => {
-                return Err(BitmaskError::new_err(format!(
-                    "the bitmask has shape {shape:?}; expected (batch_size, {words}) or ({words},) for this vocabulary"
-                )))
-            }
-        };
+        let rows = rows_of(array.shape(), words)?;
         if !array.is_c_contiguous() {
-            return Err(BitmaskError::new_err(
-                "the bitmask is not contiguous (use .contiguous() / np.ascontiguousarray)",
-            ));
+            return Err(not_contiguous());
         }
         let typed = array.cast::<PyArrayDyn<i32>>().map_err(|e| BitmaskError::new_err(e.to_string()))?;
         let array =
             typed.try_readwrite().map_err(|e| BitmaskError::new_err(format!("the bitmask cannot be written: {e}")))?;
-        Ok(BorrowedBitmask { array, rows, words })
+        Ok(BorrowedBitmask { memory: Memory::Numpy(array), rows, words })
     }
 
     /// All rows, as one slice of words.
     pub fn words_mut(&mut self) -> PyResult<&mut [u32]> {
-        let slice = self.array.as_slice_mut().map_err(|e| BitmaskError::new_err(e.to_string()))?;
-        // SAFETY: i32 and u32 have the same size and alignment and every bit pattern is valid
-        // for both; the slice is borrowed mutably for as long as the returned one.
-        Ok(unsafe { std::slice::from_raw_parts_mut(slice.as_mut_ptr().cast::<u32>(), slice.len()) })
+        match &mut self.memory {
+            Memory::Torch(tensor) => Ok(tensor.words_mut()),
+            Memory::Numpy(array) => {
+                let slice = array.as_slice_mut().map_err(|e| BitmaskError::new_err(e.to_string()))?;
+                // SAFETY: i32 and u32 have the same size and alignment and every bit pattern is
+                // valid for both; the slice is borrowed mutably for as long as the returned one.
+                Ok(unsafe { std::slice::from_raw_parts_mut(slice.as_mut_ptr().cast::<u32>(), slice.len()) })
+            }
+        }
     }
 
     /// Row `index`.
@@ -67,8 +73,19 @@ impl<'py> BorrowedBitmask<'py> {
     }
 }
 
-/// `obj` as a numpy array: itself, or a torch tensor's `numpy()` view (CPU only; a view of the
-/// same memory, about 1 µs, the cost of taking a tensor).
+/// The number of rows of a bitmask of `shape`: `(words,)` is one row, `(rows, words)` is `rows`.
+fn rows_of(shape: &[usize], words: usize) -> PyResult<usize> {
+    match shape {
+        [w] if *w == words => Ok(1),
+        [r, w] if *w == words => Ok(*r),
+        _ => Err(BitmaskError::new_err(format!(
+            "the bitmask has shape {shape:?}; expected (batch_size, {words}) or ({words},) for this vocabulary"
+        ))),
+    }
+}
+
+/// `obj` as a numpy array: itself, or the `numpy()` view of a tensor that is not exactly a
+/// `torch.Tensor` (CPU only; a view of the same memory, about 1 µs).
 fn as_ndarray<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
     if let Ok(array) = obj.cast::<PyUntypedArray>() {
         return Ok(array.clone());

@@ -15,6 +15,7 @@ mod compiler;
 mod errors;
 mod matcher;
 mod tokenizer;
+mod torch_tensor;
 
 use pyo3::prelude::*;
 

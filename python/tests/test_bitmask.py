@@ -131,3 +131,63 @@ def test_fill_rejects_bad_bitmasks_without_writing(matcher):
     with pytest.raises(xgr.BitmaskError):
         matcher.fill_next_token_bitmask([[0]])
     assert (row == sentinel).all()
+
+
+def test_fill_writes_torch_views_in_place(matcher):
+    """A torch tensor is written through its own pointer: views at an offset, 1-D rows and
+    subclasses (which go through `Tensor.numpy()`) get exactly the numpy mask."""
+    expected = np.zeros(1, np.int32)
+    matcher.fill_next_token_bitmask(expected)
+    big = torch.zeros(3, 1, dtype=torch.int32)
+    matcher.fill_next_token_bitmask(big[1])  # a 1-D view at offset 1
+    assert big[:, 0].tolist() == [0, int(expected[0]), 0]
+    big.zero_()
+    matcher.fill_next_token_bitmask(big[1:], 1)  # a 2-D view at offset 1, its row 1
+    assert big[:, 0].tolist() == [0, 0, int(expected[0])]
+
+    class Sub(torch.Tensor):
+        pass
+
+    sub = torch.zeros(2, 1, dtype=torch.int32).as_subclass(Sub)
+    matcher.fill_next_token_bitmask(sub, 1)
+    assert sub[:, 0].tolist() == [0, int(expected[0])]
+
+
+def test_batch_fill_into_torch_equals_numpy(matcher):
+    runner = xgr.BatchGrammarMatcher(2)
+    others = [matcher.fork() for _ in range(3)]
+    assert others[1].accept_string("{")
+    as_numpy = np.zeros((4, 1), np.int32)
+    as_torch = torch.zeros(4, 1, dtype=torch.int32)
+    runner.batch_fill_next_token_bitmask(others, as_numpy, [2, 0, 3])
+    runner.batch_fill_next_token_bitmask(others, as_torch, [2, 0, 3])
+    assert np.array_equal(as_torch.numpy(), as_numpy) and as_numpy[1, 0] == 0 and as_numpy[0, 0] != 0
+
+
+def test_fill_rejects_bad_tensors_without_writing(matcher):
+    sentinel = 777
+    bad = {
+        "dtype int64": torch.full((2, 1), sentinel, dtype=torch.int64),
+        "dtype uint32": torch.full((2, 1), sentinel, dtype=torch.uint32),
+        "rank 3": torch.full((1, 2, 1), sentinel, dtype=torch.int32),
+        "width": torch.full((2, 2), sentinel, dtype=torch.int32),
+        "strided rows": torch.full((4, 1), sentinel, dtype=torch.int32)[::2],
+        "broadcast rows": torch.full((1, 1), sentinel, dtype=torch.int32).expand(3, 1),
+    }
+    for what, bitmask in bad.items():
+        with pytest.raises(xgr.BitmaskError):
+            matcher.fill_next_token_bitmask(bitmask)
+        assert (bitmask == sentinel).all(), what
+    # Not CPU memory, no strides, no rows, or not int32-aligned: refused before any write.
+    with pytest.raises(xgr.BitmaskError, match="CPU"):
+        matcher.fill_next_token_bitmask(torch.zeros(2, 1, dtype=torch.int32, device="meta"))
+    with pytest.raises(xgr.BitmaskError):
+        matcher.fill_next_token_bitmask(torch.zeros(2, 1, dtype=torch.int32).to_sparse())
+    with pytest.raises(xgr.BitmaskError, match="index 0"):
+        matcher.fill_next_token_bitmask(torch.zeros(0, 1, dtype=torch.int32))
+    buffer = bytearray(b"\x55" * 13)
+    misaligned = torch.frombuffer(buffer, dtype=torch.int32, offset=1, count=3).reshape(3, 1)
+    assert misaligned.data_ptr() % 4 != 0  # a bytearray's buffer is malloc-aligned
+    with pytest.raises(xgr.BitmaskError, match="aligned"):
+        matcher.fill_next_token_bitmask(misaligned)
+    assert buffer == bytearray(b"\x55" * 13)
