@@ -85,6 +85,8 @@ mod any_order;
 mod array;
 mod counter;
 mod format;
+#[cfg(test)]
+mod format_cases;
 mod fragment;
 mod length;
 mod lower;
@@ -357,6 +359,12 @@ pub fn json_schema_to_grammar_cached(
     fragments: &SchemaFragmentCache,
 ) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
     lower::Lowerer::run(schema, options, Some(fragments))
+}
+
+/// The keywords the lowering reads (every other key is an annotation, ignored): each is
+/// either enforced exactly or reported in the [`JsonSchemaReport`] where it is not.
+pub fn json_schema_keywords() -> &'static [&'static str] {
+    model::Kw::NAMES
 }
 
 /// Escapes a key for a JSON pointer segment (`~` → `~0`, `/` → `~1`).

@@ -16,6 +16,7 @@
 
 use serde_json::Value;
 
+use super::any_order::MemberList;
 use super::counter::Counter;
 use super::lower::{choice, is_never, never, seq, Lowerer};
 use super::model::{Field, Keywords, Members, Schema};
@@ -339,7 +340,7 @@ impl<'a> Lowerer<'a> {
         let clamp = |x: u64| x.min(u64::from(u32::MAX)) as u32;
         let counter = (min_binds || max_binds).then(|| Counter { min: clamp(min_p), max: max_p.map(clamp) });
         let (members, counted) = if self.opts.property_order == PropertyOrder::Any {
-            self.any_order(props, additional, level, ptr, counter)?
+            self.any_order(props, additional, level, ptr, counter, MemberList::Schema)?
         } else {
             match counter {
                 Some(counter) => match self.declared_order_counted(&props, additional.as_ref(), level, counter)? {
