@@ -711,42 +711,6 @@ impl<'a> Lowerer<'a> {
         Ok(choice(alts))
     }
 
-    /// `if`/`then`/`else` (without `enum`): instances satisfy `if` and `then`, or `else`.
-    fn if_then_else(
-        &mut self,
-        k: &Keywords<'a>,
-        if_schema: &Schema<'a>,
-        ptr: &str,
-        level: u32,
-    ) -> Result<Expr, SchemaError> {
-        let mut base = k.clone();
-        base.remove(Kw::If);
-        let then_s = base.then_schema.take();
-        base.remove(Kw::Then);
-        let else_s = base.else_schema.take();
-        base.remove(Kw::Else);
-        let base = Schema::object(base);
-        if then_s.is_none() && else_s.is_none() {
-            return self.schema(&base, ptr, level);
-        }
-        let mut then_branch = self.merger().merge_pair(&base, if_schema, &format!("{ptr}/if"))?;
-        if let Some(t) = &then_s {
-            then_branch = self.merger().merge_pair(&then_branch, t, &format!("{ptr}/then"))?;
-        }
-        let else_branch = match &else_s {
-            Some(e) => self.merger().merge_pair(&base, e, &format!("{ptr}/else"))?,
-            None => base.clone(),
-        };
-        self.relax(
-            "if",
-            ptr,
-            "the `else` branch does not check that `if` fails (enforced as anyOf of if+then and else)",
-        )?;
-        let a = self.schema(&then_branch, ptr, level)?;
-        let b = self.schema(&else_branch, ptr, level)?;
-        Ok(choice(vec![a, b]))
-    }
-
     /// The JSON pointer of a child keyword.
     pub(super) fn child(ptr: &str, keyword: &str, key: &str) -> String {
         let segment = pointer_segment(key);

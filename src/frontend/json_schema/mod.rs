@@ -19,15 +19,17 @@
 //! * `lower.rs`: the driver — `true`/`false`/`{}`, `type` (single and arrays), `nullable`,
 //!   `$ref` (any JSON pointer into the document, recursion through grammar rules, siblings of
 //!   `$ref` as an intersection — or ignored, as the specification says, when the document
-//!   declares draft 7 or older), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
-//!   `enum`/`const`;
+//!   declares draft 7 or older), `anyOf`, `oneOf`, `allOf`, `not`, `enum`/`const`;
+//! * `conditional.rs`: `if`/`then`/`else` and `dependentSchemas`, exact where the negated
+//!   condition or the presence of a key can be said (a discriminator property, a type,
+//!   `required`, scalar `enum`/`const`; up to 3 dependent keys);
 //! * `merge.rs`: intersection of schemas (`allOf`, siblings of `$ref`, distribution of
 //!   `anyOf`/`oneOf` over sibling keywords);
 //! * `validate.rs`: a small instance validator, used to filter `enum`/`const` values by the
 //!   other keywords of their schema (which makes `allOf: [{enum}, {not: ...}]` exact);
 //! * `object.rs`: `properties`, `required`, `additionalProperties`, `patternProperties`,
 //!   `propertyNames`, `minProperties`/`maxProperties`, `dependentRequired`,
-//!   `dependentSchemas`, `unevaluatedProperties`;
+//!   `unevaluatedProperties`;
 //! * `array.rs`: `items`, `prefixItems`, `additionalItems`, `minItems`/`maxItems` (kept as
 //!   repetitions, never unrolled), `contains`/`minContains`/`maxContains`, `uniqueItems`
 //!   (`unique.rs`: exact over a few enumerated item values), `unevaluatedItems`;
@@ -83,6 +85,7 @@
 
 mod any_order;
 mod array;
+mod conditional;
 mod counter;
 mod format;
 #[cfg(test)]
