@@ -40,7 +40,8 @@
 //! * `number.rs`: `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum` enforced exactly
 //!   by digit-level grammars for integers of any size and for decimals; `multiple_of.rs`:
 //!   `multipleOf` as a residue automaton over the digits (any integer divisor, and decimal
-//!   divisors `p / 10^j`, up to 4,096 automaton states; without bounds);
+//!   divisors `p / 10^j`, up to 4,096 automaton states); `multiple_range.rs`: on integers
+//!   with bounds, the product of the range and residue automata (within the same budget);
 //! * `value.rs`: a JSON value as an expression (for `enum`/`const`) and "any JSON value";
 //! * `relax.rs`: the relaxations met (deduplicated), or the error with `strict_keywords`.
 //!
@@ -96,6 +97,7 @@ mod lower;
 mod merge;
 mod model;
 mod multiple_of;
+mod multiple_range;
 mod negation;
 mod number;
 mod object;
