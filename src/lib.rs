@@ -85,7 +85,9 @@ mod util;
 /// Internal front-end items that the project's own tests and benchmarks name by path.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::frontend::json_schema::{integer_range_expr, json_schema_to_grammar_cached, SchemaFragmentCache};
+    pub use crate::frontend::json_schema::{
+        integer_range_expr, json_schema_keywords, json_schema_to_grammar_cached, SchemaFragmentCache,
+    };
     pub use crate::frontend::structural_tag::{format_to_grammar, parse_document, Format};
     pub use crate::grammar::{escape_literal, write_expr};
     pub use crate::matcher::oracle;

@@ -71,7 +71,7 @@ fn coverage_report_and_strict_keywords() {
     let c = compiler("llama3");
     let schema = json!({
         "type": "object",
-        "properties": {"tags": {"type": "array", "uniqueItems": true}, "n": {"type": "integer", "multipleOf": 7, "minimum": 0, "maximum": 1000000}},
+        "properties": {"tags": {"type": "array", "uniqueItems": true}, "n": {"type": "integer", "multipleOf": 4093, "minimum": 0, "maximum": 1000000000000u64}},
     });
     let g = c.compile_json_schema(&schema, &spec()).unwrap();
     let report = g.json_schema_report().unwrap();
@@ -235,4 +235,45 @@ fn a_branch_that_is_not_a_fragment_is_remembered() {
     assert!(
         accepts(&g, "llama3", "true") && !accepts(&g, "llama3", r#"{"a": "abcdef"}"#) && !accepts(&g, "llama3", "null")
     );
+}
+
+/// `multipleOf` with bounds too wide to list the multiples: the product of the range and
+/// residue automata accepts exactly the multiples in range (brute force over values around
+/// the bounds and zero), and reports nothing.
+#[test]
+fn bounded_multiple_of_is_the_product_of_range_and_residue() {
+    use crate::support::reference::recognizes;
+    let bounds: [(Option<i64>, Option<i64>); 6] = [
+        (Some(-1000), Some(2000)),
+        (Some(5), None),
+        (None, Some(-7)),
+        (Some(-2500), Some(-1000)),
+        (Some(0), Some(1999)),
+        (None, Some(800)),
+    ];
+    for k in [3i64, 7, 12] {
+        for (lo, hi) in bounds {
+            let mut schema = json!({"type": "integer", "multipleOf": k});
+            if let Some(lo) = lo {
+                schema["minimum"] = json!(lo);
+            }
+            if let Some(hi) = hi {
+                schema["maximum"] = json!(hi);
+            }
+            let (grammar, report) = maskforge::json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+            assert!(report.is_exact(), "{schema}: {report:?}");
+            let near = |b: Option<i64>| b.map_or(Vec::new(), |b| (b - 15..=b + 15).collect::<Vec<_>>());
+            let values: Vec<i64> =
+                near(lo).into_iter().chain(near(hi)).chain(-15..=15).chain([-3003, 3003, 12345]).collect();
+            for x in values {
+                let valid = lo.is_none_or(|lo| x >= lo) && hi.is_none_or(|hi| x <= hi) && x % k == 0;
+                assert_eq!(recognizes(&grammar, x.to_string().as_bytes()), valid, "{schema}: {x}");
+            }
+            assert_eq!(
+                recognizes(&grammar, b"-0"),
+                lo.is_none_or(|lo| lo <= 0) && hi.is_none_or(|hi| hi >= 0),
+                "{schema}: -0"
+            );
+        }
+    }
 }

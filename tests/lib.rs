@@ -23,6 +23,7 @@ mod properties;
 mod protocols;
 mod saved;
 mod schema_depth;
+mod schema_keyword_audit;
 mod schema_properties;
 mod serving_api;
 mod structural_tag;

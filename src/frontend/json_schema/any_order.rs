@@ -34,6 +34,11 @@ const MAX_ANY_ORDER: usize = 3;
 /// properties written are counted.
 const MAX_ANY_ORDER_REQUIRED: usize = 4;
 
+/// The most members of an `enum`/`const` object value tracked as sets (2^n rules per value,
+/// exact); beyond, they are counted. A value is one of a few alternatives rather than a schema
+/// used everywhere, so it can afford more than an object schema.
+const MAX_VALUE_SETS: usize = 6;
+
 /// What writing a declared property does to the state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Effect {
@@ -56,10 +61,11 @@ struct MemberStates {
 }
 
 impl MemberStates {
-    fn new(props: &[Prop]) -> Self {
+    /// The automaton of `props`, tracking sets of up to `max_required_sets` required properties.
+    fn new(props: &[Prop], max_required_sets: usize) -> Self {
         let n_required = props.iter().filter(|p| p.required).count();
         let exact = props.len() <= MAX_ANY_ORDER;
-        if !exact && n_required > MAX_ANY_ORDER_REQUIRED {
+        if !exact && n_required > max_required_sets {
             let effects = props.iter().map(|p| if p.required { Effect::Count } else { Effect::Stay }).collect();
             return MemberStates { effects, required: n_required as u32, bits: 0 };
         }
@@ -109,10 +115,10 @@ impl MemberStates {
     }
 
     /// What this automaton lets through beyond the exact language, if anything.
-    fn relaxation(&self) -> Option<String> {
+    fn relaxation(&self, max_required_sets: usize) -> Option<String> {
         if self.effects.contains(&Effect::Count) {
             Some(format!(
-                "more than {MAX_ANY_ORDER_REQUIRED} required properties in any order: they are counted, so a \
+                "more than {max_required_sets} required properties in any order: they are counted, so a \
                  repeated key may stand in for another (each occurrence is validated)"
             ))
         } else if self.effects.contains(&Effect::Stay) {
@@ -122,6 +128,31 @@ impl MemberStates {
             ))
         } else {
             None
+        }
+    }
+}
+
+/// Which members an any-order list holds, which decides its limits and how it is reported.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum MemberList {
+    /// An object schema's members (reported as `properties`).
+    Schema,
+    /// The members of an `enum`/`const` object value, all required (reported as the keyword).
+    Value(&'static str),
+}
+
+impl MemberList {
+    /// The most required properties whose sets of written ones are tracked.
+    fn max_required_sets(self) -> usize {
+        match self {
+            MemberList::Schema => MAX_ANY_ORDER_REQUIRED,
+            MemberList::Value(_) => MAX_VALUE_SETS,
+        }
+    }
+    fn keyword(self) -> &'static str {
+        match self {
+            MemberList::Schema => "properties",
+            MemberList::Value(keyword) => keyword,
         }
     }
 }
@@ -146,10 +177,11 @@ impl Lowerer<'_> {
         level: u32,
         ptr: &str,
         counter: Option<Counter>,
+        list: MemberList,
     ) -> Result<(Expr, bool), SchemaError> {
-        let states = MemberStates::new(&props);
-        if let Some(why) = states.relaxation() {
-            self.relax("properties", ptr, why)?;
+        let states = MemberStates::new(&props, list.max_required_sets());
+        if let Some(why) = states.relaxation(list.max_required_sets()) {
+            self.relax(list.keyword(), ptr, why)?;
         }
         // Members used from many states go through rules; the others are moved to the one
         // place that uses them.

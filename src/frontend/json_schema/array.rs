@@ -29,7 +29,7 @@ impl<'a> Lowerer<'a> {
 
         let unique = matches!(k.unique_items, Some(Field::Ok(true)));
         if unique && prefix.is_empty() && !k.has(Kw::Contains) {
-            if let Some(body) = self.unique_array(&rest_schema, (min_items, max_items), level)? {
+            if let Some(body) = self.unique_array(&rest_schema, (min_items, max_items), level, ptr)? {
                 return Ok(body);
             }
         }

@@ -107,6 +107,18 @@ impl Layout {
     pub(super) fn empty(&self, open: &str, close: &str) -> Expr {
         Expr::Seq(vec![Expr::literal(open), self.ws(), Expr::literal(close)])
     }
+    /// The level a shared rule (a `$ref` target, a memoized intersection) is lowered at. With
+    /// `indent`, every level has its own layout, so a recursive schema would need a rule per
+    /// level without end (the language of unboundedly growing indentation is not context-free):
+    /// capped at `MAX_INDENT_LEVEL`, deeper values keep that level's indentation, as in
+    /// [`Lowerer::any`]. Without `indent`, the level does not change the layout.
+    fn shared_level(&self, level: u32) -> u32 {
+        if self.indent.is_some() {
+            level.min(MAX_INDENT_LEVEL)
+        } else {
+            level
+        }
+    }
     /// The level used to key shared rules: layouts without indentation do not depend on it.
     fn key_level(&self, level: u32) -> u32 {
         if self.indent.is_some() {
@@ -343,6 +355,7 @@ impl<'a> Lowerer<'a> {
             }
             return Err(e);
         }
+        let level = self.layout.shared_level(level);
         let key = (Document::ref_key(reference), self.layout.key_level(level));
         if let Some(&id) = self.refs.get(&key) {
             return Ok(Expr::Rule(id));
@@ -385,13 +398,15 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The rule for a synthesized schema identified by `key`, created (and its body lowered by
-    /// `body`) on first use; a recursive use while lowering refers to the rule itself.
+    /// `body`, at the level it is given: see [`Layout::shared_level`]) on first use; a
+    /// recursive use while lowering refers to the rule itself.
     fn memo_rule(
         &mut self,
         key: String,
         level: u32,
-        body: impl FnOnce(&mut Self) -> Result<Expr, SchemaError>,
+        body: impl FnOnce(&mut Self, u32) -> Result<Expr, SchemaError>,
     ) -> Result<Expr, SchemaError> {
+        let level = self.layout.shared_level(level);
         let k = (key, self.layout.key_level(level) + MEMO_LEVEL_TAG);
         if let Some(&id) = self.refs.get(&k) {
             return Ok(Expr::Rule(id));
@@ -404,7 +419,7 @@ impl<'a> Lowerer<'a> {
         }
         let id = self.new_rule("merged");
         self.refs.insert(k, id);
-        let e = body(self)?;
+        let e = body(self, level)?;
         self.define(id, e);
         Ok(Expr::Rule(id))
     }
@@ -479,7 +494,7 @@ impl<'a> Lowerer<'a> {
             // Memoized by content: intersections of recursive schemas then close into rules
             // (a product construction) instead of unfolding forever.
             let key = serde_json::to_string(&**k).expect("a schema serializes");
-            return self.memo_rule(key, level, |l| {
+            return self.memo_rule(key, level, |l, level| {
                 let merged = l.merger().flatten(k, ptr)?;
                 l.schema(&merged, ptr, level)
             });
@@ -518,7 +533,7 @@ impl<'a> Lowerer<'a> {
             let e = if has_siblings {
                 let merged = self.merger().merge_pair(&base, b, &bptr)?;
                 let key = serde_json::to_string(&merged).expect("a schema serializes");
-                self.memo_rule(key, level, |l| l.schema(&merged, &bptr, level))?
+                self.memo_rule(key, level, |l, level| l.schema(&merged, &bptr, level))?
             } else {
                 self.branch(b, &bptr, level)?
             };
@@ -690,45 +705,10 @@ impl<'a> Lowerer<'a> {
                     self.relax(kw, ptr, "`enum`/`const` values are not checked against this keyword")?;
                 }
             }
-            alts.push(value::value_expr(&self.layout, v, level));
+            let keyword = if k.enum_values.is_some() { "enum" } else { "const" };
+            alts.push(self.value_expr(v, level, keyword, ptr)?);
         }
         Ok(choice(alts))
-    }
-
-    /// `if`/`then`/`else` (without `enum`): instances satisfy `if` and `then`, or `else`.
-    fn if_then_else(
-        &mut self,
-        k: &Keywords<'a>,
-        if_schema: &Schema<'a>,
-        ptr: &str,
-        level: u32,
-    ) -> Result<Expr, SchemaError> {
-        let mut base = k.clone();
-        base.remove(Kw::If);
-        let then_s = base.then_schema.take();
-        base.remove(Kw::Then);
-        let else_s = base.else_schema.take();
-        base.remove(Kw::Else);
-        let base = Schema::object(base);
-        if then_s.is_none() && else_s.is_none() {
-            return self.schema(&base, ptr, level);
-        }
-        let mut then_branch = self.merger().merge_pair(&base, if_schema, &format!("{ptr}/if"))?;
-        if let Some(t) = &then_s {
-            then_branch = self.merger().merge_pair(&then_branch, t, &format!("{ptr}/then"))?;
-        }
-        let else_branch = match &else_s {
-            Some(e) => self.merger().merge_pair(&base, e, &format!("{ptr}/else"))?,
-            None => base.clone(),
-        };
-        self.relax(
-            "if",
-            ptr,
-            "the `else` branch does not check that `if` fails (enforced as anyOf of if+then and else)",
-        )?;
-        let a = self.schema(&then_branch, ptr, level)?;
-        let b = self.schema(&else_branch, ptr, level)?;
-        Ok(choice(vec![a, b]))
     }
 
     /// The JSON pointer of a child keyword.

@@ -19,15 +19,17 @@
 //! * `lower.rs`: the driver — `true`/`false`/`{}`, `type` (single and arrays), `nullable`,
 //!   `$ref` (any JSON pointer into the document, recursion through grammar rules, siblings of
 //!   `$ref` as an intersection — or ignored, as the specification says, when the document
-//!   declares draft 7 or older), `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`,
-//!   `enum`/`const`;
+//!   declares draft 7 or older), `anyOf`, `oneOf`, `allOf`, `not`, `enum`/`const`;
+//! * `conditional.rs`: `if`/`then`/`else` and `dependentSchemas`, exact where the negated
+//!   condition or the presence of a key can be said (a discriminator property, a type,
+//!   `required`, scalar `enum`/`const`; up to 3 dependent keys);
 //! * `merge.rs`: intersection of schemas (`allOf`, siblings of `$ref`, distribution of
 //!   `anyOf`/`oneOf` over sibling keywords);
 //! * `validate.rs`: a small instance validator, used to filter `enum`/`const` values by the
 //!   other keywords of their schema (which makes `allOf: [{enum}, {not: ...}]` exact);
 //! * `object.rs`: `properties`, `required`, `additionalProperties`, `patternProperties`,
 //!   `propertyNames`, `minProperties`/`maxProperties`, `dependentRequired`,
-//!   `dependentSchemas`, `unevaluatedProperties`;
+//!   `unevaluatedProperties`;
 //! * `array.rs`: `items`, `prefixItems`, `additionalItems`, `minItems`/`maxItems` (kept as
 //!   repetitions, never unrolled), `contains`/`minContains`/`maxContains`, `uniqueItems`
 //!   (`unique.rs`: exact over a few enumerated item values), `unevaluatedItems`;
@@ -38,7 +40,8 @@
 //! * `number.rs`: `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum` enforced exactly
 //!   by digit-level grammars for integers of any size and for decimals; `multiple_of.rs`:
 //!   `multipleOf` as a residue automaton over the digits (any integer divisor, and decimal
-//!   divisors `p / 10^j`, up to 4,096 automaton states; without bounds);
+//!   divisors `p / 10^j`, up to 4,096 automaton states); `multiple_range.rs`: on integers
+//!   with bounds, the product of the range and residue automata (within the same budget);
 //! * `value.rs`: a JSON value as an expression (for `enum`/`const`) and "any JSON value";
 //! * `relax.rs`: the relaxations met (deduplicated), or the error with `strict_keywords`.
 //!
@@ -83,14 +86,18 @@
 
 mod any_order;
 mod array;
+mod conditional;
 mod counter;
 mod format;
+#[cfg(test)]
+mod format_cases;
 mod fragment;
 mod length;
 mod lower;
 mod merge;
 mod model;
 mod multiple_of;
+mod multiple_range;
 mod negation;
 mod number;
 mod object;
@@ -357,6 +364,12 @@ pub fn json_schema_to_grammar_cached(
     fragments: &SchemaFragmentCache,
 ) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
     lower::Lowerer::run(schema, options, Some(fragments))
+}
+
+/// The keywords the lowering reads (every other key is an annotation, ignored): each is
+/// either enforced exactly or reported in the [`JsonSchemaReport`] where it is not.
+pub fn json_schema_keywords() -> &'static [&'static str] {
+    model::Kw::NAMES
 }
 
 /// Escapes a key for a JSON pointer segment (`~` → `~0`, `/` → `~1`).

@@ -41,78 +41,89 @@ pub(super) fn residue_multiples(l: &mut Lowerer<'_>, p: u64, j: u32, fraction: b
     if p == 0 || states > RESIDUE_STATES_MAX {
         return None;
     }
-    let residue = |r: u64, d: u64| ((r * 10 + d) % p) as usize;
-    // `r · 10^n mod p`, without overflow.
-    let scaled = |r: u64, n: u32| (0..n).fold(r % p, |acc, _| acc * 10 % p);
     let integer: Vec<RuleId> = (0..p).map(|_| l.new_rule("mult")).collect();
-    // fraction[i - 1][r]: after i >= 1 fraction digits, residue r.
+    // frac[i - 1][r]: after i >= 1 fraction digits, residue r.
     let frac: Vec<Vec<RuleId>> = if fraction {
         (1..=j).map(|_| (0..p).map(|_| l.new_rule("mult_frac")).collect()).collect()
     } else {
         Vec::new()
     };
-    let digit_then = |d: u64, next: RuleId| Expr::Seq(vec![dec_digit(d as u8, d as u8), Expr::Rule(next)]);
-    let zeros_fraction = || Expr::Seq(vec![Expr::literal("."), Expr::plus(Expr::literal("0"))]);
+    let rules = ResidueRules { p, j, fraction, frac };
     for r in 0..p {
-        let mut alts: Vec<Expr> = (0..10).map(|d| digit_then(d, integer[residue(r, d)])).collect();
-        alts.extend(integer_end(r, j, fraction, &frac, &scaled, &residue, &digit_then, &zeros_fraction));
+        let mut alts: Vec<Expr> = (0..10).map(|d| digit_then(d, integer[rules.residue(r, d)])).collect();
+        alts.extend(rules.integer_end(r));
         l.define(integer[r as usize], Expr::Choice(alts));
     }
     for i in (1..=j).filter(|_| fraction) {
         for r in 0..p {
             let mut alts = Vec::new();
             if i < j {
-                alts.extend((0..10).map(|d| digit_then(d, frac[i as usize][residue(r, d)])));
+                alts.extend((0..10).map(|d| digit_then(d, rules.frac[i as usize][rules.residue(r, d)])));
             } else if r == 0 {
                 alts.push(Expr::star(Expr::literal("0"))); // past j digits: zeros only
             }
-            if i < j && scaled(r, j - i) == 0 {
+            if i < j && rules.scaled(r, j - i) == 0 {
                 alts.push(Expr::Empty);
             }
             l.define(
-                frac[i as usize - 1][r as usize],
+                rules.frac[i as usize - 1][r as usize],
                 if alts.is_empty() { super::lower::never() } else { Expr::Choice(alts) },
             );
         }
     }
     let first: Vec<Expr> = (1..10).map(|d| digit_then(d, integer[(d % p) as usize])).collect();
-    let zero_end = integer_end(0, j, fraction, &frac, &scaled, &residue, &digit_then, &zeros_fraction);
-    let zero = Expr::Seq(vec![Expr::literal("0"), Expr::Choice(zero_end)]);
+    let zero = Expr::Seq(vec![Expr::literal("0"), Expr::Choice(rules.integer_end(0))]);
     Some(Expr::Seq(vec![Expr::opt(Expr::literal("-")), Expr::Choice(vec![zero, Expr::Choice(first)])]))
 }
 
-/// How an integer part with residue `r` may end: here, when it is a multiple already, or with
-/// a fraction (at least one digit).
-#[allow(clippy::too_many_arguments)]
-fn integer_end(
-    r: u64,
+/// The digit `d`, then the rule `next`.
+fn digit_then(d: u64, next: RuleId) -> Expr {
+    Expr::Seq(vec![dec_digit(d as u8, d as u8), Expr::Rule(next)])
+}
+
+/// The residue automaton of a divisor `p / 10^j`: its arithmetic, and the rules of its
+/// fraction digits (`frac[i - 1][r]`: after `i` fraction digits, residue `r`).
+struct ResidueRules {
+    p: u64,
     j: u32,
     fraction: bool,
-    frac: &[Vec<RuleId>],
-    scaled: &dyn Fn(u64, u32) -> u64,
-    residue: &dyn Fn(u64, u64) -> usize,
-    digit_then: &dyn Fn(u64, RuleId) -> Expr,
-    zeros_fraction: &dyn Fn() -> Expr,
-) -> Vec<Expr> {
-    let mut alts = Vec::new();
-    let multiple = scaled(r, j) == 0;
-    if multiple {
-        alts.push(Expr::Empty);
+    frac: Vec<Vec<RuleId>>,
+}
+
+impl ResidueRules {
+    /// The residue after appending the digit `d` to a prefix of residue `r`.
+    fn residue(&self, r: u64, d: u64) -> usize {
+        ((r * 10 + d) % self.p) as usize
     }
-    if fraction {
-        if j == 0 {
-            if multiple {
-                alts.push(zeros_fraction());
-            }
-        } else {
-            let digits: Vec<Expr> = (0..10).map(|d| digit_then(d, frac[0][residue(r, d)])).collect();
-            alts.push(Expr::Seq(vec![Expr::literal("."), Expr::Choice(digits)]));
+
+    /// `r · 10^n mod p`, without overflow.
+    fn scaled(&self, r: u64, n: u32) -> u64 {
+        (0..n).fold(r % self.p, |acc, _| acc * 10 % self.p)
+    }
+
+    /// How an integer part with residue `r` may end: here, when it is a multiple already, or
+    /// with a fraction (at least one digit).
+    fn integer_end(&self, r: u64) -> Vec<Expr> {
+        let mut alts = Vec::new();
+        let multiple = self.scaled(r, self.j) == 0;
+        if multiple {
+            alts.push(Expr::Empty);
         }
+        if self.fraction {
+            if self.j == 0 {
+                if multiple {
+                    alts.push(Expr::Seq(vec![Expr::literal("."), Expr::plus(Expr::literal("0"))]));
+                }
+            } else {
+                let digits: Vec<Expr> = (0..10).map(|d| digit_then(d, self.frac[0][self.residue(r, d)])).collect();
+                alts.push(Expr::Seq(vec![Expr::literal("."), Expr::Choice(digits)]));
+            }
+        }
+        if alts.is_empty() {
+            alts.push(super::lower::never());
+        }
+        alts
     }
-    if alts.is_empty() {
-        alts.push(super::lower::never());
-    }
-    alts
 }
 
 /// Multiples of `k = 2^a 5^b 10^c` (with `a = 0` or `b = 0`) with `2^a 5^b` ∈ {1, 2, 5}: a

@@ -580,6 +580,10 @@ fn enumerate_multiples(lo: &Dec, hi: &Dec, k: u64) -> Option<Expr> {
         alts.push(Expr::literal(x.to_string()));
         x += k;
     }
+    // `-0` is a valid JSON integer with value 0 (as in `int_range`).
+    if first <= 0 && 0 <= hi {
+        alts.push(Expr::literal("-0"));
+    }
     Some(choice(alts))
 }
 
@@ -709,6 +713,55 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The multiples of `k` among the integers in `[lo, hi]` (one bound at least): the
+    /// product of the range and residue automata (`multiple_range.rs`), or the range alone,
+    /// reported, when that product is too large.
+    fn bounded_multiples(
+        &mut self,
+        ptr: &str,
+        (lo, hi): (Option<Dec>, Option<Dec>),
+        k: u64,
+    ) -> Result<Expr, SchemaError> {
+        if let (Some(a), Some(b)) = (&lo, &hi) {
+            if a.cmp(b) == std::cmp::Ordering::Greater {
+                return Ok(never());
+            }
+        }
+        let mut alts = Vec::new();
+        let mut exact = true;
+        // Non-negative part, then magnitudes of the negative part in [max(1, -hi), -lo].
+        if hi.as_ref().is_none_or(|h| !h.neg) {
+            let from = lo.as_ref().filter(|l| !l.neg).map_or("0", |l| l.int.as_str());
+            match self.nonneg_multiples_between(from, hi.as_ref().map(|h| h.int.as_str()), k) {
+                Some(e) => alts.push(e),
+                None => exact = false,
+            }
+        }
+        if lo.as_ref().is_none_or(|l| l.neg) {
+            let from = hi.as_ref().filter(|h| h.neg).map_or("1", |h| h.int.as_str());
+            match self.nonneg_multiples_between(from, lo.as_ref().map(|l| l.int.as_str()), k) {
+                Some(e) => alts.push(super::lower::seq(vec![Expr::literal("-"), e])),
+                None => exact = false,
+            }
+        }
+        if !exact {
+            self.relax(
+                "multipleOf",
+                ptr,
+                format!(
+                    "multipleOf {k} with these bounds takes more than {} automaton states: only the range is enforced",
+                    super::multiple_of::RESIDUE_STATES_MAX
+                ),
+            )?;
+            return Ok(int_range(lo, hi));
+        }
+        // `-0` is a valid JSON integer with value 0, a multiple of every k.
+        if lo.as_ref().is_none_or(|l| l.neg || l.int == "0") && hi.as_ref().is_none_or(|h| !h.neg) {
+            alts.push(Expr::literal("-0"));
+        }
+        Ok(choice(alts))
+    }
+
     /// The integers in the range (and of the `multipleOf`), canonical digits.
     fn integer_between(
         &mut self,
@@ -733,7 +786,7 @@ impl Lowerer<'_> {
                         Err(e) => self.relax("multipleOf", ptr, format!("multipleOf {k} is not enforced: {e}"))?,
                     }
                 } else {
-                    self.relax("multipleOf", ptr, "multipleOf with a wide range: only the range is enforced")?;
+                    return self.bounded_multiples(ptr, (ilo, ihi), k);
                 }
                 Ok(int_range(ilo, ihi))
             }
@@ -749,6 +802,18 @@ impl Lowerer<'_> {
                     if let Some(e) = residue {
                         return Ok(e);
                     }
+                } else if let Some((p, j)) = d.scaled() {
+                    // An integer x is a multiple of p / 10^j when x · 10^j is one of p: when x
+                    // is a multiple of p / gcd(p, 10^j).
+                    let k = (0..j).fold(p, |k, _| {
+                        let k = if k % 2 == 0 { k / 2 } else { k };
+                        if k % 5 == 0 {
+                            k / 5
+                        } else {
+                            k
+                        }
+                    });
+                    return self.bounded_multiples(ptr, (ilo, ihi), k);
                 }
                 self.relax("multipleOf", ptr, "fractional multipleOf on integers is not enforced here")?;
                 Ok(int_range(ilo, ihi))

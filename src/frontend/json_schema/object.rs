@@ -16,6 +16,7 @@
 
 use serde_json::Value;
 
+use super::any_order::MemberList;
 use super::counter::Counter;
 use super::lower::{choice, is_never, never, seq, Lowerer};
 use super::model::{Field, Keywords, Members, Schema};
@@ -63,13 +64,34 @@ impl<'a> Lowerer<'a> {
         level: u32,
         forbidden: &[&'a str],
     ) -> Result<Expr, SchemaError> {
+        if let Some(Field::Ok(deps)) = &k.dependent_schemas {
+            if !deps.is_empty() {
+                if let Some(e) = self.dependent_schemas(k, deps, ptr, level, forbidden)? {
+                    return Ok(e);
+                }
+                self.relax("dependentSchemas", ptr, "dependent schemas are not enforced")?;
+            }
+        }
+        self.object_with(k, ptr, level, forbidden, &[])
+    }
+
+    /// [`Lowerer::object`] with the keys `also_required` required too, and `dependentSchemas`
+    /// left to the caller.
+    pub(super) fn object_with(
+        &mut self,
+        k: &Keywords<'a>,
+        ptr: &str,
+        level: u32,
+        forbidden: &[&'a str],
+        also_required: &[&'a str],
+    ) -> Result<Expr, SchemaError> {
         let empty = Members::default();
         let props = match &k.properties {
             None => &empty,
             Some(Field::Ok(p)) => p,
             Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`properties` must be an object")),
         };
-        let Some(required) = self.required_names(k, ptr, forbidden)? else { return Ok(never()) };
+        let Some(required) = self.required_names(k, ptr, forbidden, also_required)? else { return Ok(never()) };
         // Sub-schemas are shared, never copied: a copy at every level of a nested schema
         // cost its size times its depth. Strict mode closes only objects that declare their
         // members: a bare `{"type": "object"}` (free-form tool arguments) stays open, as in
@@ -93,14 +115,15 @@ impl<'a> Lowerer<'a> {
         self.members_counted(k, props, additional, ptr, level)
     }
 
-    /// `required` and, transitively, the dependencies (`dependentRequired`) of required
-    /// properties; `None` when a required property is `forbidden`. Other dependencies, and
-    /// `dependentSchemas`, are reported.
+    /// `required` (and `also_required`) and, transitively, the dependencies
+    /// (`dependentRequired`) of required properties; `None` when a required property is
+    /// `forbidden`. Other dependencies are reported.
     fn required_names(
         &mut self,
         k: &Keywords<'a>,
         ptr: &str,
         forbidden: &[&'a str],
+        also_required: &[&'a str],
     ) -> Result<Option<Vec<&'a str>>, SchemaError> {
         let mut required: Vec<&'a str> = match &k.required {
             None => Vec::new(),
@@ -110,6 +133,11 @@ impl<'a> Lowerer<'a> {
             },
             Some(Field::Wrong(_)) => return Err(Lowerer::invalid(ptr, "`required` must be an array")),
         };
+        for name in also_required {
+            if !required.contains(name) {
+                required.push(name);
+            }
+        }
         if required.iter().any(|r| forbidden.contains(r)) {
             return Ok(None);
         }
@@ -136,11 +164,6 @@ impl<'a> Lowerer<'a> {
             }
             if deps.keys().any(|key| !required.contains(&key)) {
                 self.relax("dependentRequired", ptr, "dependencies of optional properties are not enforced")?;
-            }
-        }
-        if let Some(Field::Ok(deps)) = &k.dependent_schemas {
-            if !deps.is_empty() {
-                self.relax("dependentSchemas", ptr, "dependent schemas are not enforced")?;
             }
         }
         Ok(Some(required))
@@ -339,7 +362,7 @@ impl<'a> Lowerer<'a> {
         let clamp = |x: u64| x.min(u64::from(u32::MAX)) as u32;
         let counter = (min_binds || max_binds).then(|| Counter { min: clamp(min_p), max: max_p.map(clamp) });
         let (members, counted) = if self.opts.property_order == PropertyOrder::Any {
-            self.any_order(props, additional, level, ptr, counter)?
+            self.any_order(props, additional, level, ptr, counter, MemberList::Schema)?
         } else {
             match counter {
                 Some(counter) => match self.declared_order_counted(&props, additional.as_ref(), level, counter)? {

@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::lower::{choice, Lowerer};
 use super::model::{is_annotation, Field, Schema, TypeNames, View};
 use super::validate::{json_equal, validate, Verdict};
-use super::value::value_expr;
 use super::SchemaError;
 use crate::grammar::{Expr, RuleId};
 
@@ -61,10 +60,14 @@ impl<'a> Lowerer<'a> {
         items: &Schema<'a>,
         (min, max): (u64, Option<u64>),
         level: u32,
+        ptr: &str,
     ) -> Result<Option<Expr>, SchemaError> {
         let Some(domain) = self.item_domain(items) else { return Ok(None) };
         let k = domain.len();
-        let values: Vec<Expr> = domain.iter().map(|v| value_expr(&self.layout, v, level + 1)).collect();
+        let mut values = Vec::with_capacity(domain.len());
+        for v in &domain {
+            values.push(self.value_expr(v, level + 1, "enum", &format!("{ptr}/items"))?);
+        }
         let comma = self.layout.comma(level);
         let max = max.unwrap_or(k as u64).min(k as u64);
         if max < min {

@@ -47,6 +47,8 @@ macro_rules! keywords {
                     _ => None,
                 }
             }
+            /// The JSON names of every keyword with a field, in table order.
+            pub(in super::super) const NAMES: &'static [&'static str] = &[$($name,)*];
             /// The keyword's JSON name.
             pub(in super::super) fn name(self) -> &'static str {
                 match self {
