@@ -120,8 +120,8 @@ pub use grammar::{
 };
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError};
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
-pub use util::TokenBitmask;
 pub use util::cancel::{CancelToken, InterruptReason, Interrupted};
+pub use util::TokenBitmask;
 
 /// The README's examples, run as doctests.
 #[doc = include_str!("../README.md")]

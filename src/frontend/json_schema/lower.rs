@@ -462,7 +462,10 @@ impl<'a> Lowerer<'a> {
             self.depth -= 1;
             return Err(SchemaError::new(
                 ptr,
-                SchemaErrorKind::TooLarge(format!("more than {} bytes of grammar text", self.opts.limits.max_text_bytes)),
+                SchemaErrorKind::TooLarge(format!(
+                    "more than {} bytes of grammar text",
+                    self.opts.limits.max_text_bytes
+                )),
             ));
         }
         if self.schemas > self.opts.limits.max_schemas {
