@@ -44,4 +44,13 @@ pub enum Error {
     /// vocabulary).
     #[error(transparent)]
     Load(#[from] crate::compiled::LoadError),
+    /// A compile ran past [`crate::CompilerConfig::compile_timeout`] or its
+    /// [`crate::CancelToken`] was cancelled (with the phase it was in). Reported as this variant
+    /// whichever layer noticed.
+    #[error(transparent)]
+    Interrupted(#[from] crate::util::cancel::Interrupted),
+    /// A compile panicked (a bug, perhaps in a rayon job): caught at the compiler's boundary and
+    /// reported with the panic's message instead of unwinding into the caller.
+    #[error("internal error (a bug; please report): {0}")]
+    Internal(String),
 }

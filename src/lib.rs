@@ -122,6 +122,7 @@ pub use grammar::{
 };
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
+pub use util::cancel::{CancelToken, InterruptReason, Interrupted};
 pub use util::TokenBitmask;
 
 /// The README's examples, run as doctests.

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod adversarial;
 mod alloc;
 
 mod cache;

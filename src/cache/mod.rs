@@ -56,6 +56,7 @@ use crate::fsm::hash::{hash_rules, FsmHashes};
 use crate::fsm::{lookahead::follow_sets, FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
+use crate::util::cancel;
 use crate::util::id::TokenId;
 
 /// The accepted part of a cache entry, in the smallest of three forms.
@@ -385,14 +386,22 @@ impl MaskCache {
         deadline: Option<Instant>,
     ) -> usize {
         let done = AtomicUsize::new(0);
-        // One task per state in order: rayon's work stealing takes from the front of the list
-        // first, so the most expensive states start first and cheap ones fill the gaps.
-        states.par_iter().with_max_len(1).for_each(|&s| {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return;
-            }
-            self.entry(fsm, vocab, s, false);
-            done.fetch_add(1, Ordering::Relaxed);
+        // The compile's deadline and cancellation token, if any, stop the precompute too; the
+        // jobs take the watch along (it is per thread). The section runs detached: a thread
+        // waiting here may run another compile's job, which must not see this watch.
+        let watch = cancel::current();
+        cancel::detached(|| {
+            // One task per state in order: rayon's work stealing takes from the front of the
+            // list first, so the most expensive states start first and cheap ones fill the gaps.
+            states.par_iter().with_max_len(1).for_each(|&s| {
+                if deadline.is_some_and(|d| Instant::now() >= d)
+                    || watch.as_ref().is_some_and(|w| w.poll("precompute").is_err())
+                {
+                    return;
+                }
+                self.entry(fsm, vocab, s, false);
+                done.fetch_add(1, Ordering::Relaxed);
+            });
         });
         done.into_inner()
     }

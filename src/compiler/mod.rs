@@ -25,6 +25,7 @@ use crate::frontend::json_schema::{SchemaFragmentCache, SchemaFragmentStats};
 use crate::fsm::{build_grammar_fsm_cached, FsmLimits, RuleFsmCache, RuleFsmCacheStats};
 use crate::grammar::Grammar;
 use crate::tokenizer::Vocabulary;
+use crate::util::cancel::{self, CancelToken, Watch};
 
 pub use builtin::JSON_GRAMMAR_EBNF;
 pub use grammar_cache::GrammarCacheStats;
@@ -64,6 +65,7 @@ pub struct CompilerConfig {
     allow_special_token_text: bool,
     /// A directory of saved grammars and its byte budget.
     disk_cache: Option<(PathBuf, u64)>,
+    compile_timeout: Option<Duration>,
 }
 
 impl Default for CompilerConfig {
@@ -78,6 +80,7 @@ impl Default for CompilerConfig {
             schema_fragment_cache_len: DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN,
             allow_special_token_text: false,
             disk_cache: None,
+            compile_timeout: None,
         }
     }
 }
@@ -193,6 +196,27 @@ impl CompilerConfig {
     pub fn get_disk_cache(&self) -> Option<(&Path, u64)> {
         self.disk_cache.as_ref().map(|(dir, max)| (dir.as_path(), *max))
     }
+    /// A time limit for each compile call (default: none): the front-end, automaton
+    /// construction and the ahead-of-time precompute check it as they go, and a compile past it
+    /// fails with [`Error::Interrupted`] (nothing of it is cached). A server compiling
+    /// untrusted input should set one; [`CompilerConfig::precompute_budget`] is the soft bound
+    /// that only cuts the precompute short.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// use maskforge::CompilerConfig;
+    /// let config = CompilerConfig::default().compile_timeout(Duration::from_secs(5));
+    /// assert_eq!(config.get_compile_timeout(), Some(Duration::from_secs(5)));
+    /// ```
+    pub fn compile_timeout(mut self, limit: Duration) -> Self {
+        self.compile_timeout = Some(limit);
+        self
+    }
+    /// The compile time limit, if any.
+    pub fn get_compile_timeout(&self) -> Option<Duration> {
+        self.compile_timeout
+    }
 }
 
 /// Compiles grammars for one vocabulary. Cheap to clone (clones share the pool and the
@@ -239,6 +263,8 @@ pub struct GrammarCompiler {
     disk: Option<Arc<disk_cache::DiskCache>>,
     /// The vocabulary's special-token texts, computed once.
     special_texts: Arc<special_tokens::SpecialTexts>,
+    /// The token that stops this handle's compiles, if any.
+    cancel: Option<CancelToken>,
 }
 
 impl GrammarCompiler {
@@ -256,7 +282,7 @@ impl GrammarCompiler {
             .then(|| Arc::new(SchemaFragmentCache::new(config.schema_fragment_cache_len)));
         let special_texts = Arc::new(special_tokens::SpecialTexts::new(&vocab));
         let disk = config.disk_cache.clone().map(|(dir, max)| Arc::new(disk_cache::DiskCache::new(dir, max)));
-        GrammarCompiler { vocab, config, pool, grammars, rule_fsms, fragments, disk, special_texts }
+        GrammarCompiler { vocab, config, pool, grammars, rule_fsms, fragments, disk, special_texts, cancel: None }
     }
 
     /// A compiler for `vocab` sharing `pool` (whose budget then applies, not the config's).
@@ -269,6 +295,50 @@ impl GrammarCompiler {
             return Err(Error::PoolVocabulary { pool: pool.vocab_fingerprint(), vocab: fingerprint });
         }
         Ok(Self::assemble(vocab, config, Some(pool)))
+    }
+
+    /// A handle on this compiler (sharing its caches) whose compiles stop with
+    /// [`Error::Interrupted`] once `token` is cancelled, from any thread.
+    ///
+    /// # Example
+    /// ```
+    /// use maskforge::{CancelToken, CompilerConfig, Error, GrammarCompiler, VocabularyBuilder};
+    /// let vocab = VocabularyBuilder::new().tokens(["a", "b"]).build()?;
+    /// let compiler = GrammarCompiler::new(vocab, CompilerConfig::default());
+    /// let token = CancelToken::new();
+    /// let request = compiler.with_cancel_token(token.clone());
+    /// token.cancel(); // a client went away
+    /// assert!(matches!(request.compile_grammar(r#"root ::= "a"+"#), Err(Error::Interrupted(_))));
+    /// assert!(compiler.compile_grammar(r#"root ::= "a"+"#).is_ok()); // other handles go on
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_cancel_token(&self, token: CancelToken) -> Self {
+        GrammarCompiler { cancel: Some(token), ..self.clone() }
+    }
+
+    /// Runs the compile `f` under this handle's deadline and cancellation token (unless it is
+    /// nested in a compile that already is): an interruption any phase noticed is reported as
+    /// [`Error::Interrupted`], whatever error that phase wrapped it in.
+    ///
+    /// A panic inside (a bug, perhaps in a rayon job of the precompute) is caught here and
+    /// returned as [`Error::Internal`]: the caches hold only finished products, so the compiler
+    /// stays usable.
+    fn watched(&self, f: impl FnOnce() -> Result<CompiledGrammar, Error>) -> Result<CompiledGrammar, Error> {
+        if cancel::current().is_some() {
+            return f();
+        }
+        let f = || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                .unwrap_or_else(|panic| Err(Error::Internal(panic_message(&*panic))))
+        };
+        let Some(watch) = Watch::new(self.config.compile_timeout, self.cancel.clone()) else {
+            return f();
+        };
+        let result = watch.run(|| cancel::check_now("start").map_err(Error::from).and_then(|()| f()));
+        match watch.tripped() {
+            Some(interrupted) => Err(Error::Interrupted(interrupted)),
+            None => result,
+        }
     }
 
     /// The cross-grammar pool, if sharing is on.
@@ -305,6 +375,15 @@ impl GrammarCompiler {
     /// Looks `parts` and `json` (with the options that change the product) up in the
     /// whole-grammar cache.
     pub(crate) fn cached(
+        &self,
+        parts: &[&[u8]],
+        json: Option<&serde_json::Value>,
+        compile: impl FnOnce() -> Result<CompiledGrammar, Error>,
+    ) -> Result<CompiledGrammar, Error> {
+        self.watched(|| self.cached_unwatched(parts, json, compile))
+    }
+
+    fn cached_unwatched(
         &self,
         parts: &[&[u8]],
         json: Option<&serde_json::Value>,
@@ -361,10 +440,16 @@ impl GrammarCompiler {
     /// # Errors
     /// [`Error::Grammar`] when automaton limits are exceeded or a `TagDispatch` is malformed.
     pub fn compile(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
+        self.watched(|| self.compile_unwatched(grammar))
+    }
+
+    fn compile_unwatched(&self, grammar: Grammar) -> Result<CompiledGrammar, Error> {
         let start = Instant::now();
         let grammar = special_tokens::apply(grammar, &self.special_texts, self.config.allow_special_token_text)?;
         let fsm = build_grammar_fsm_cached(&grammar, &self.config.fsm, self.rule_fsms.as_deref())?;
+        cancel::check_now("automaton construction")?;
         let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone(), self.pool.clone());
+        cancel::check_now("cache setup")?;
         let k = match self.config.cache_mode {
             MaskCacheMode::Jit => 0,
             MaskCacheMode::Aot => usize::MAX,
@@ -378,6 +463,10 @@ impl GrammarCompiler {
             let wanted: Vec<_> = states.into_iter().take(k).map(|(s, _)| s).collect();
             let deadline = self.config.precompute_budget.map(|b| start + b);
             compiled.mask_cache().precompute_until(compiled.fsm(), &self.vocab, &wanted, deadline);
+            // A precompute the compile's watch cut short is an interrupted compile (not cached).
+            if let Some(interrupted) = cancel::current().and_then(|w| w.tripped()) {
+                return Err(interrupted.into());
+            }
         }
         Ok(compiled)
     }
@@ -390,5 +479,47 @@ impl GrammarCompiler {
     pub fn compile_builtin_json_grammar(&self) -> Result<CompiledGrammar, Error> {
         // Through `compile_grammar`: cached like any EBNF text.
         self.compile_grammar(JSON_GRAMMAR_EBNF)
+    }
+}
+
+/// The message of a caught panic (its `&str` or `String` payload).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(s), _) => s.to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic without a message".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::VocabularyBuilder;
+
+    fn compiler(config: CompilerConfig) -> GrammarCompiler {
+        GrammarCompiler::new(VocabularyBuilder::new().tokens(["a", "b"]).build().unwrap(), config)
+    }
+
+    #[test]
+    fn a_panic_inside_a_compile_is_an_internal_error_and_the_compiler_goes_on() {
+        for config in [CompilerConfig::default(), CompilerConfig::default().compile_timeout(Duration::from_secs(60))] {
+            let c = compiler(config);
+            let r = c.watched(|| panic!("injected {}", 42));
+            assert!(matches!(&r, Err(Error::Internal(m)) if m == "injected 42"), "{r:?}");
+            // The watch was uninstalled: the next compile is guarded and watched again.
+            assert!(cancel::current().is_none());
+            assert!(c.compile_grammar(r#"root ::= "a" "b""#).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_compile_nested_in_a_watched_one_sees_its_token() {
+        let token = CancelToken::new();
+        let c = compiler(CompilerConfig::default()).with_cancel_token(token.clone());
+        let r = c.watched(|| {
+            token.cancel();
+            c.compile_grammar(r#"root ::= "a""#)
+        });
+        assert!(matches!(r, Err(Error::Interrupted(i)) if i.reason == cancel::InterruptReason::Cancelled), "{r:?}");
     }
 }

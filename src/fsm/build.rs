@@ -198,6 +198,8 @@ pub fn build_grammar_fsm_cached(
     let mut built: Vec<Option<Arc<FlatFsm>>> = vec![None; n];
     let mut ranges: Vec<(u32, u32)> = vec![(0, 0); n];
     while let Some(r) = b.queue.pop() {
+        // Per rule: a rule's own work is bounded by the limits, their number is not.
+        crate::util::cancel::check_now("automaton construction")?;
         let (body, outer) = b.pending[r as usize].take().expect("every rule is built once");
         b.inline_stack = outer;
         b.inline_stack.push(r);

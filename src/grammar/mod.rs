@@ -220,4 +220,8 @@ pub enum GrammarError {
         /// The limit.
         limit: usize,
     },
+    /// The compile ran past its deadline or was cancelled (`CompilerConfig::compile_timeout`,
+    /// `GrammarCompiler::with_cancel_token`).
+    #[error(transparent)]
+    Interrupted(#[from] crate::util::cancel::Interrupted),
 }

@@ -135,6 +135,10 @@ pub enum MatcherError {
         /// Words needed.
         need: usize,
     },
+    /// A mask computation panicked (a bug): the matcher's state is unknown, so every call fails
+    /// this way until [`GrammarMatcher::reset`].
+    #[error("the matcher is poisoned: a mask computation panicked (a bug; reset the matcher)")]
+    Poisoned,
     /// A row index past the last row of the batch bitmask.
     #[error("row index {index} is out of range for a bitmask of {rows} rows")]
     RowIndexOutOfRange {
@@ -241,6 +245,8 @@ pub struct GrammarMatcher {
     stop_tokens: Vec<u32>,
     config: MatcherConfig,
     scratch: mask::MaskScratch,
+    /// A mask computation panicked; see [`MatcherError::Poisoned`].
+    poisoned: bool,
 }
 
 impl GrammarMatcher {
@@ -265,6 +271,7 @@ impl GrammarMatcher {
             stop_tokens,
             config,
             scratch: mask::MaskScratch::default(),
+            poisoned: false,
         }
     }
 
@@ -293,6 +300,9 @@ impl GrammarMatcher {
         let vocab = self.grammar.vocabulary();
         if id as usize >= vocab.vocab_size() {
             return Err(MatcherError::InvalidTokenId { id, vocab_size: vocab.vocab_size() });
+        }
+        if self.poisoned {
+            return Err(MatcherError::Poisoned);
         }
         if self.terminated {
             return Ok(false);
@@ -336,7 +346,7 @@ impl GrammarMatcher {
     /// of UTF-8 text) is rejected.
     pub fn accept_string(&mut self, s: impl AsRef<[u8]>) -> bool {
         let bytes = s.as_ref();
-        if self.terminated || !Sentinel::is_text(bytes) {
+        if self.terminated || self.poisoned || !Sentinel::is_text(bytes) {
             return false;
         }
         let n = self.parser.advance_bytes(bytes);
@@ -380,16 +390,17 @@ impl GrammarMatcher {
     /// can end here. Returns whether every token of the vocabulary is allowed.
     ///
     /// # Panics
-    /// When `out` is shorter than `ceil(vocab_size / 32)` words; use
+    /// When `out` is shorter than `ceil(vocab_size / 32)` words, or the matcher is poisoned; use
     /// [`GrammarMatcher::try_fill_next_token_bitmask`] to get an error instead.
     pub fn fill_next_token_bitmask(&mut self, out: &mut [u32]) -> bool {
-        self.try_fill_next_token_bitmask(out).expect("mask buffer too small")
+        self.try_fill_next_token_bitmask(out).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// As [`GrammarMatcher::fill_next_token_bitmask`], with an error for a short buffer.
     ///
     /// # Errors
-    /// [`MatcherError::MaskTooSmall`].
+    /// [`MatcherError::MaskTooSmall`]; [`MatcherError::Poisoned`] when this computation (or an
+    /// earlier one) panicked: the panic is caught, the mask is all zero, the process goes on.
     pub fn try_fill_next_token_bitmask(&mut self, out: &mut [u32]) -> Result<bool, MatcherError> {
         self.fill_mask_with(out, false)
     }
@@ -411,13 +422,25 @@ impl GrammarMatcher {
         }
         let out = &mut out[..need];
         out.fill(0);
+        if self.poisoned {
+            return Err(MatcherError::Poisoned);
+        }
         if self.terminated {
             return Ok(false);
         }
-        if exact {
-            oracle::fill_exact_mask(&mut self.parser, &vocab, out);
-        } else {
-            mask::fill_cached_mask(&mut self.parser, &self.grammar, &mut self.scratch, out);
+        // A panic here is a bug (perhaps in a rayon job building a cache entry); caught at this
+        // boundary, it poisons this matcher instead of unwinding into the serving loop.
+        let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if exact {
+                oracle::fill_exact_mask(&mut self.parser, &vocab, out);
+            } else {
+                mask::fill_cached_mask(&mut self.parser, &self.grammar, &mut self.scratch, out);
+            }
+        }));
+        if filled.is_err() {
+            self.poisoned = true;
+            out.fill(0);
+            return Err(MatcherError::Poisoned);
         }
         for &s in &self.stop_tokens {
             if (s as usize) < vocab.vocab_size() {
@@ -459,6 +482,9 @@ impl GrammarMatcher {
     /// [`MatcherError::RollbackTooFar`] when `n` exceeds the accepted tokens or
     /// [`MatcherConfig::max_rollback_tokens`]; nothing is undone then.
     pub fn rollback(&mut self, n: usize) -> Result<(), MatcherError> {
+        if self.poisoned {
+            return Err(MatcherError::Poisoned);
+        }
         let available = self.steps.len().min(self.config.max_rollback_tokens.unwrap_or(usize::MAX));
         if n > available {
             return Err(MatcherError::RollbackTooFar { requested: n, available });
@@ -482,6 +508,7 @@ impl GrammarMatcher {
         self.forgotten_steps = 0;
         self.next_compaction = COMPACTION_SLACK;
         self.terminated = false;
+        self.poisoned = false;
     }
 
     /// The parser (for tests and the mask cache).

@@ -25,6 +25,7 @@ impl GrammarMatcher {
             stop_tokens: self.stop_tokens.clone(),
             config: self.config.clone(),
             scratch: Default::default(),
+            poisoned: self.poisoned,
         }
     }
 

@@ -92,14 +92,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
-        Ok(code) => code,
+    output::report_panics_in_one_line();
+    // A panic is a bug; it still ends like any bad input: one line, exit code 2.
+    match std::panic::catch_unwind(|| run(cli.command)) {
+        Ok(Ok(code)) => code,
         // The reader of the output went away (`maskforge mask ... | head`): nothing to report.
-        Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
-        Err(Failure::Message(msg)) => {
-            eprintln!("error: {msg}");
+        Ok(Err(Failure::BrokenPipe)) => ExitCode::SUCCESS,
+        Ok(Err(Failure::Message(msg))) => {
+            eprintln!("error: {}", output::one_line(&msg));
             ExitCode::from(2)
         }
+        Err(_) => ExitCode::from(2),
     }
 }
 

@@ -40,3 +40,24 @@ macro_rules! outln {
     }};
 }
 pub(crate) use outln;
+
+/// `text` on one line: line breaks (a parser's excerpt, a nested error) become ` | `, so that
+/// every error is one line of standard error.
+pub fn one_line(text: &str) -> String {
+    text.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ")
+}
+
+/// Replaces the panic message (and its backtrace hint) with one `error: internal error: ...`
+/// line on standard error: a panic is a bug to report, not a trace to show a user.
+pub fn report_panics_in_one_line() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("error: internal error (please report): {}{at}", one_line(&what));
+    }));
+}

@@ -66,6 +66,9 @@ pub struct GrammarArgs {
     /// later run with the same source and tokenizer loads the grammar instead of compiling it.
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
+    /// Stop a compile that takes longer than this many seconds (an error, exit code 2).
+    #[arg(long)]
+    pub compile_timeout: Option<f64>,
 }
 
 /// The byte budget of a `--cache-dir` directory.
@@ -103,7 +106,13 @@ impl Loaded {
                         structural tag's `json_schema` parts use the options XGrammar uses for them)"
                 .into());
         }
-        let compiler = GrammarCompiler::new(vocab, with_cache_dir(CompilerConfig::default(), args.cache_dir.as_ref()));
+        let mut config = with_cache_dir(CompilerConfig::default(), args.cache_dir.as_ref());
+        if let Some(seconds) = args.compile_timeout {
+            let limit = std::time::Duration::try_from_secs_f64(seconds)
+                .map_err(|_| format!("--compile-timeout {seconds}: expected a number of seconds"))?;
+            config = config.compile_timeout(limit);
+        }
+        let compiler = GrammarCompiler::new(vocab, config);
         let t = Instant::now();
         let grammar = if let Some(path) = &args.compiled {
             let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;

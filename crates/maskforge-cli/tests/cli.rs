@@ -353,3 +353,94 @@ fn cache_dir_keeps_grammars_across_runs() {
     assert!(err.contains("the prefix is rejected at token 0"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file of `bytes` in the temporary directory, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, bytes: &[u8]) -> Self {
+        let path = std::env::temp_dir().join(format!("maskforge-cli-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        TempFile(path)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Asserts `args` fail as bad input: exit code 2, one `error: ` line on stderr, no panic.
+fn assert_one_line_error(args: &[&str]) -> String {
+    let (code, _, err) = maskforge(args);
+    let shown: String = args.iter().map(|a| a.chars().take(60).collect::<String>()).collect::<Vec<_>>().join(" ");
+    assert_eq!(code, 2, "{shown}: {err}");
+    assert!(err.starts_with("error: ") && err.trim_end().lines().count() == 1, "{shown}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("internal error") && !err.contains("RUST_BACKTRACE"),
+        "{shown}: {err}"
+    );
+    err
+}
+
+#[test]
+fn adversarial_inputs_exit_2_with_one_line() {
+    let deep_schema =
+        format!("{}{{\"type\":\"integer\"}}{}", r#"{"type":"array","items":"#.repeat(10_000), "}".repeat(10_000));
+    let recursive = r##"{"type":"object","properties":{"c":{"type":"array","items":{"$ref":"#/definitions/C"}}},
+        "required":["c"],"definitions":{"C":{"type":"object","properties":{"id":{"type":"integer"},
+        "c":{"type":"array","items":{"$ref":"#/definitions/C"}}},"required":["id","c"]}}}"##;
+    let files = [
+        TempFile::new("utf8.ebnf", b"root ::= \"a\xff\""),
+        TempFile::new("brackets.ebnf", "[".repeat(50 << 20).as_bytes()),
+        TempFile::new("brackets.json", "[".repeat(50 << 20).as_bytes()),
+        TempFile::new("deep.json", deep_schema.as_bytes()),
+        TempFile::new("cycle.json", br##"{"$ref": "#"}"##),
+        TempFile::new("recursive.json", recursive.as_bytes()),
+        TempFile::new("truncated.tokenizer.json", br#"{"model": {"type": "BPE", "vocab": {"a": 0, "b""#),
+        TempFile::new(
+            "inconsistent.tokenizer.json",
+            br#"{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}}"#,
+        ),
+        TempFile::new("tag.json", "[".repeat(1 << 20).as_bytes()),
+        TempFile::new("utf8.txt", b"\"a\xff\""),
+    ];
+    let [utf8, brackets_ebnf, brackets_json, deep, cycle, recursive, truncated, inconsistent, tag, text] = &files;
+    assert_one_line_error(&["check", "--regex", r#""[^"]*""#, "--input", text.path()]);
+    assert_one_line_error(&["check", "--grammar", utf8.path(), "--text", "a"]);
+    assert_one_line_error(&["check", "--grammar", brackets_ebnf.path(), "--text", "a"]);
+    assert_one_line_error(&["check", "--schema", brackets_json.path(), "--text", "a"]);
+    assert_one_line_error(&["check", "--schema", deep.path(), "--text", "a"]);
+    assert_one_line_error(&["check", "--schema", cycle.path(), "--text", "a"]);
+    let err = assert_one_line_error(&[
+        "check",
+        "--schema",
+        recursive.path(),
+        "--schema-options",
+        r#"{"any_whitespace": false, "indent": 2}"#,
+        "--text",
+        "{}",
+    ]);
+    assert!(err.contains("too large") || err.contains("timed out"), "{err}");
+    assert_one_line_error(&[
+        "check",
+        "--schema",
+        cycle.path(),
+        "--schema-options",
+        r#"{"indent": 4000000000}"#,
+        "--text",
+        "a",
+    ]);
+    assert_one_line_error(&["check", "--regex", "(a|b", "--text", "a"]);
+    assert_one_line_error(&["check", "--regex", "a{5,2}", "--text", "a"]);
+    assert_one_line_error(&["check", "--tokenizer", truncated.path(), "--builtin-json", "--text", "1"]);
+    assert_one_line_error(&["check", "--tokenizer", inconsistent.path(), "--builtin-json", "--text", "1"]);
+    assert_one_line_error(&["check", "--structural-tag", tag.path(), "--text", "a"]);
+    let err = assert_one_line_error(&["check", "--builtin-json", "--compile-timeout", "0", "--text", "1"]);
+    assert!(err.contains("timed out"), "{err}");
+    assert_one_line_error(&["check", "--builtin-json", "--compile-timeout=-1", "--text", "1"]);
+}

@@ -96,6 +96,10 @@ impl SchemaFragmentCache {
             return f.clone();
         }
         let fragment = lower().map(Arc::new);
+        // A lowering stopped by the compile's deadline says nothing about the branch.
+        if crate::util::cancel::current().is_some_and(|w| w.tripped().is_some()) {
+            return fragment;
+        }
         let released = self.inner.lock().insert(key, fragment.clone());
         drop(released);
         fragment

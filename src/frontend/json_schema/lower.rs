@@ -31,6 +31,17 @@ pub(super) fn never() -> Expr {
     Expr::Choice(Vec::new())
 }
 
+/// The widest `indent` accepted.
+const MAX_INDENT_WIDTH: u32 = 1024;
+
+/// The bytes of literal text in `e` (what grows with a schema's layout: indentation).
+fn literal_bytes(e: &Expr) -> usize {
+    match e {
+        Expr::Bytes(b) => b.len(),
+        _ => e.children().iter().map(literal_bytes).sum(),
+    }
+}
+
 pub(super) fn is_never(e: &Expr) -> bool {
     matches!(e, Expr::Choice(v) if v.is_empty())
 }
@@ -83,7 +94,7 @@ impl Layout {
     }
     fn newline(&self, level: u32) -> Expr {
         match self.indent {
-            Some(n) => Expr::literal(format!("\n{}", " ".repeat((n * level) as usize))),
+            Some(n) => Expr::literal(format!("\n{}", " ".repeat(n as usize * level as usize))),
             None => Expr::Empty,
         }
     }
@@ -163,6 +174,9 @@ pub(super) struct Lowerer<'a> {
     fragments: Option<&'a SchemaFragmentCache>,
     /// The deepest `depth` reached (a fragment records what it needs).
     deepest: usize,
+    /// Bytes of literal text in the rule bodies defined so far (bounded by
+    /// [`super::JsonSchemaLimits::max_text_bytes`]).
+    text_bytes: usize,
 }
 
 impl<'a> Lowerer<'a> {
@@ -171,6 +185,10 @@ impl<'a> Lowerer<'a> {
         opts: &'a JsonSchemaOptions,
         fragments: Option<&'a SchemaFragmentCache>,
     ) -> Result<(Grammar, JsonSchemaReport), SchemaError> {
+        // Each line of an indented layout is a literal: an absurd width is memory, not layout.
+        if let Some(n) = opts.indent.filter(|&n| n > MAX_INDENT_WIDTH) {
+            return Err(Self::invalid("#", format!("`indent` is {n} spaces, the most is {MAX_INDENT_WIDTH}")));
+        }
         let mut l = Lowerer::new(root, opts, fragments);
         let root_rule = l.new_rule("root");
         let body = l.schema(&Schema::from_json(root), "#", 0)?;
@@ -213,15 +231,17 @@ impl<'a> Lowerer<'a> {
             }),
             fragments,
             deepest: 0,
+            text_bytes: 0,
         }
     }
 
     /// Lowers the targets of the references met so far (and of those they meet).
     fn lower_pending(&mut self) -> Result<(), SchemaError> {
         while let Some((rule, ptr, level)) = self.pending.pop() {
+            crate::util::cancel::check("JSON Schema lowering")?;
             let target = self.doc.resolve(&ptr, &ptr)?;
             let body = self.schema(&Schema::from_json(target), &ptr, level)?;
-            self.bodies[rule.index()] = Some(body);
+            self.define(rule, body);
         }
         Ok(())
     }
@@ -283,6 +303,7 @@ impl<'a> Lowerer<'a> {
 
     /// Defines a rule created with [`Lowerer::new_rule`].
     pub(super) fn define(&mut self, id: RuleId, body: Expr) {
+        self.text_bytes += literal_bytes(&body);
         self.bodies[id.index()] = Some(body);
     }
 
@@ -441,6 +462,7 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers the sub-schema `s` found at `ptr`, for a value at nesting `level`.
     pub(super) fn schema(&mut self, s: &Schema<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
+        crate::util::cancel::check("JSON Schema lowering")?;
         self.depth += 1;
         self.deepest = self.deepest.max(self.depth);
         self.schemas += 1;
@@ -449,6 +471,16 @@ impl<'a> Lowerer<'a> {
             return Err(SchemaError::new(
                 ptr,
                 SchemaErrorKind::TooLarge(format!("nesting deeper than {}", self.opts.limits.max_depth)),
+            ));
+        }
+        if self.text_bytes > self.opts.limits.max_text_bytes {
+            self.depth -= 1;
+            return Err(SchemaError::new(
+                ptr,
+                SchemaErrorKind::TooLarge(format!(
+                    "more than {} bytes of grammar text",
+                    self.opts.limits.max_text_bytes
+                )),
             ));
         }
         if self.schemas > self.opts.limits.max_schemas {
@@ -705,6 +737,7 @@ impl<'a> Lowerer<'a> {
                     self.relax(kw, ptr, "`enum`/`const` values are not checked against this keyword")?;
                 }
             }
+            crate::util::cancel::check("JSON Schema lowering")?;
             let keyword = if k.enum_values.is_some() { "enum" } else { "const" };
             alts.push(self.value_expr(v, level, keyword, ptr)?);
         }

@@ -212,11 +212,14 @@ pub struct JsonSchemaLimits {
     /// The most sub-schemas lowered in total (default 500,000), which bounds the work done
     /// for `anyOf` distribution and `allOf` merging.
     pub max_schemas: usize,
+    /// The most bytes of literal text in the grammar's rules (default 64 MiB): what bounds the
+    /// memory of layouts that grow with depth (`indent` under recursive `$ref`s).
+    pub max_text_bytes: usize,
 }
 
 impl Default for JsonSchemaLimits {
     fn default() -> Self {
-        JsonSchemaLimits { max_depth: 128, max_rules: 200_000, max_schemas: 500_000 }
+        JsonSchemaLimits { max_depth: 128, max_rules: 200_000, max_schemas: 500_000, max_text_bytes: 64 << 20 }
     }
 }
 
@@ -291,6 +294,15 @@ pub enum SchemaErrorKind {
     /// The generated grammar is malformed (a bug) or too large.
     #[error(transparent)]
     Grammar(GrammarError),
+    /// The compile ran past its deadline or was cancelled.
+    #[error(transparent)]
+    Interrupted(crate::util::cancel::Interrupted),
+}
+
+impl From<crate::util::cancel::Interrupted> for SchemaError {
+    fn from(i: crate::util::cancel::Interrupted) -> Self {
+        SchemaError::new("#", SchemaErrorKind::Interrupted(i))
+    }
 }
 
 impl SchemaError {

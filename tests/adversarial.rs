@@ -1,0 +1,482 @@
+//! Hostile input (issue 20): every case ends in a typed error or a correct result within the
+//! configured limits, never a panic, a hang or unbounded memory.
+//!
+//! The fast cases run with the other tests; the slow ones are `#[ignore]`d here and run by
+//! `scripts/adversarial` (every case in its own process, with its time and peak memory:
+//! `docs/reliability.md`). Names start with `fast_` or `slow_` so the script can tell them apart.
+
+use std::io::Read as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use maskforge::{
+    CancelToken, CompilerConfig, Error, GrammarCompiler, GrammarMatcher, InterruptReason, JsonSchemaOptions,
+    MatcherError, SchemaErrorKind, TokenBitmask, Vocabulary, VocabularyBuilder,
+};
+use serde_json::json;
+
+/// The time limit the slow cases compile under: a server's setting for untrusted input.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One token per printable ASCII character and a stop token (`</s>`, the last id).
+fn ascii_vocab() -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> = (0x20u8..0x7F).map(|b| vec![b]).collect();
+    tokens.push(b"\n".to_vec());
+    tokens.push(b"</s>".to_vec());
+    let stop = (tokens.len() - 1) as u32;
+    VocabularyBuilder::new().tokens(tokens).special(stop).stop_tokens([stop]).build().unwrap()
+}
+
+fn compiler() -> GrammarCompiler {
+    GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().compile_timeout(TIMEOUT))
+}
+
+/// The id of a one-character token of [`ascii_vocab`].
+fn tok(c: u8) -> u32 {
+    match c {
+        b'\n' => 0x7F - 0x20,
+        _ => u32::from(c - 0x20),
+    }
+}
+
+fn schema_options() -> JsonSchemaOptions {
+    JsonSchemaOptions { any_whitespace: false, ..JsonSchemaOptions::default() }
+}
+
+/// Prints the outcome of a case (`--nocapture` shows it; `scripts/adversarial` tabulates it).
+fn outcome(what: impl std::fmt::Display) {
+    println!("outcome: {what}");
+}
+
+/// Whether `e` is the typed error of a limit: too large / too deep, or interrupted.
+fn is_limit(e: &Error) -> bool {
+    outcome(format_args!("error: {e}"));
+    match e {
+        Error::Schema(s) => matches!(s.kind(), SchemaErrorKind::TooLarge(_) | SchemaErrorKind::Interrupted(_)),
+        Error::Grammar(maskforge::GrammarError::TooLarge { .. }) | Error::Interrupted(_) => true,
+        other => other.to_string().contains("too large") || other.to_string().contains("deeper"),
+    }
+}
+
+/// Accepts `text` byte by byte (one token per character) and says whether all were accepted.
+fn accepts(m: &mut GrammarMatcher, text: &[u8]) -> bool {
+    text.iter().all(|&c| m.accept_token(tok(c)))
+}
+
+// ---- Schemas ---------------------------------------------------------------------------------
+
+fn nested_array_schema(levels: usize) -> String {
+    format!("{}{{\"type\":\"integer\"}}{}", r#"{"type":"array","items":"#.repeat(levels), "}".repeat(levels))
+}
+
+#[test]
+fn fast_ten_thousand_deep_array_schema_is_a_limit_error() {
+    let e = compiler().compile_json_schema_str(&nested_array_schema(10_000), &schema_options()).unwrap_err();
+    assert!(is_limit(&e), "{e}");
+}
+
+#[test]
+fn fast_ten_thousand_deep_instance_of_a_recursive_schema_is_read_exactly() {
+    // Arrays of arrays of any depth: the instance nests 10,000 levels deep.
+    let schema = json!({"$ref": "#/$defs/a", "$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/a"}}}});
+    let g = compiler().compile_json_schema(&schema, &schema_options()).unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    let mut mask = TokenBitmask::new(g.vocabulary().vocab_size());
+    assert!(accepts(&mut m, "[".repeat(10_000).as_bytes()));
+    m.fill_next_token_bitmask(mask.as_words_mut());
+    assert!(mask.get(tok(b'[') as usize) && mask.get(tok(b']') as usize) && !mask.get(tok(b'1') as usize));
+    assert!(accepts(&mut m, "]".repeat(10_000).as_bytes()));
+    assert!(m.can_terminate() && !m.accept_token(tok(b']')));
+}
+
+#[test]
+fn fast_ten_thousand_deep_instance_of_the_json_grammar_is_read_exactly() {
+    let g = compiler().compile_builtin_json_grammar().unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    let doc = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+    assert!(accepts(&mut m, doc.as_bytes()));
+    assert!(m.can_terminate() && !m.accept_token(tok(b']')));
+}
+
+fn enum_schema(n: usize) -> serde_json::Value {
+    json!({"enum": (0..n).map(|i| format!("value-{i}")).collect::<Vec<_>>()})
+}
+
+/// An `n`-way enum compiles and reads its last value, or stops at a limit.
+fn enum_compiles_or_hits_a_limit(n: usize) {
+    match compiler().compile_json_schema(&enum_schema(n), &schema_options()) {
+        Ok(g) => {
+            outcome(format_args!("compiled, {} automaton states", g.fsm().state_len()));
+            let last = format!("\"value-{}\"", n - 1);
+            let mut m = GrammarMatcher::new(&g);
+            assert!(accepts(&mut m, last.as_bytes()) && m.can_terminate());
+        }
+        Err(e) => assert!(is_limit(&e), "{e}"),
+    }
+}
+
+#[test]
+fn fast_hundred_thousand_way_enum_compiles_or_hits_a_limit() {
+    enum_compiles_or_hits_a_limit(100_000);
+}
+
+#[test]
+#[ignore = "slow: run by scripts/adversarial"]
+fn slow_million_way_enum_compiles_or_hits_a_limit() {
+    enum_compiles_or_hits_a_limit(1_000_000);
+}
+
+#[test]
+fn fast_billion_max_length_is_a_counter() {
+    let schema = json!({"type": "string", "minLength": 3, "maxLength": 1_000_000_000});
+    let g = compiler().compile_json_schema(&schema, &schema_options()).unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    assert!(accepts(&mut m, br#""ab"#) && !m.can_terminate());
+    assert!(accepts(&mut m, br#"c""#) && m.can_terminate());
+}
+
+#[test]
+fn fast_ref_cycles_without_content_are_errors() {
+    let c = compiler();
+    for schema in [
+        json!({"$ref": "#"}),
+        json!({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}),
+        json!({"allOf": [{"$ref": "#"}]}),
+    ] {
+        // A cycle no instance can leave describes no value: an error, never a hang.
+        let r = c.compile_json_schema(&schema, &schema_options());
+        assert!(r.is_err(), "{schema}: compiled");
+    }
+}
+
+#[test]
+fn fast_ten_thousand_ref_chain_is_read_or_a_limit() {
+    let n = 10_000;
+    let mut defs = serde_json::Map::new();
+    for i in 0..n {
+        let next = if i + 1 == n { json!({"type": "integer"}) } else { json!({"$ref": format!("#/$defs/d{}", i + 1)}) };
+        defs.insert(format!("d{i}"), next);
+    }
+    let schema = json!({"$ref": "#/$defs/d0", "$defs": defs});
+    match compiler().compile_json_schema(&schema, &schema_options()) {
+        Ok(g) => {
+            outcome("compiled, reads an instance");
+            assert!(accepts(&mut GrammarMatcher::new(&g), b"42"));
+        }
+        Err(e) => assert!(is_limit(&e), "{e}"),
+    }
+}
+
+#[test]
+fn fast_recursive_ref_under_indent_is_a_limit_error() {
+    // design-notes problem 12: a recursive `$ref` under `indent` made a rule per nesting level,
+    // each with a longer indentation literal, until memory ran out.
+    let schema = json!({
+        "type": "object",
+        "properties": {"categories": {"type": "array", "items": {"$ref": "#/definitions/Category"}}},
+        "required": ["categories"],
+        "definitions": {"Category": {
+            "type": "object",
+            "properties": {
+                "category_id": {"type": "integer"},
+                "categories": {"type": "array", "items": {"$ref": "#/definitions/Category"}}
+            },
+            "required": ["category_id", "categories"]
+        }}
+    });
+    let options = JsonSchemaOptions { indent: Some(2), ..schema_options() };
+    let start = Instant::now();
+    match compiler().compile_json_schema(&schema, &options) {
+        // A fix of the cause may make it compile: then it reads an indented instance.
+        Ok(g) => {
+            outcome("compiled, reads an indented instance");
+            let text =
+                "{\n  \"categories\": [\n    {\n      \"category_id\": 1,\n      \"categories\": []\n    }\n  ]\n}";
+            assert!(accepts(&mut GrammarMatcher::new(&g), text.as_bytes()));
+        }
+        Err(e) => assert!(is_limit(&e), "{e}"),
+    }
+    assert!(start.elapsed() < TIMEOUT + Duration::from_secs(5));
+}
+
+#[test]
+fn fast_absurd_indent_is_an_error() {
+    let options = JsonSchemaOptions { indent: Some(u32::MAX), ..schema_options() };
+    let e = compiler().compile_json_schema(&json!({"type": "array"}), &options).unwrap_err();
+    assert!(matches!(&e, Error::Schema(s) if matches!(s.kind(), SchemaErrorKind::Invalid(_))), "{e}");
+}
+
+// ---- Grammars and regexes --------------------------------------------------------------------
+
+#[test]
+fn fast_billion_repetition_in_ebnf_and_regex_is_a_counter() {
+    let c = compiler();
+    for r in [c.compile_grammar(r#"root ::= "a"{0,1000000000} "b""#), c.compile_regex("a{0,1000000000}b")] {
+        match r {
+            Ok(g) => {
+                outcome("compiled (a counter)");
+                let mut m = GrammarMatcher::new(&g);
+                assert!(accepts(&mut m, "a".repeat(5_000).as_bytes()) && accepts(&mut m, b"b") && m.can_terminate());
+            }
+            // A front-end's own bound on counts (the regex parser's) is a syntax-level error.
+            Err(e @ (Error::Regex(_) | Error::Ebnf(_))) => outcome(format_args!("error: {e}")),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn fast_exponential_regexes_compile_and_match() {
+    let c = compiler();
+    for (pattern, good, bad) in [
+        ("(a|a)*", "aaaa", "b"),
+        ("(a*)*b", "aaab", "aaa|"),
+        ("(a|aa)*c", "aaaaac", "aaab"),
+        ("((a{0,30}){0,30}){0,30}", "aaaaaaaaaa", "b"),
+        ("(.*a){20}", "aaaaaaaaaaaaaaaaaaaa", "b"),
+        ("[ab]*a[ab]{15}", "babbbbbbbbbbbbbbb", "c"),
+    ] {
+        let g = match c.compile_regex(pattern) {
+            Ok(g) => g,
+            Err(e) => {
+                assert!(is_limit(&e), "{pattern}: {e}");
+                continue;
+            }
+        };
+        let mut m = GrammarMatcher::new(&g);
+        assert!(accepts(&mut m, good.as_bytes()) && m.can_terminate(), "{pattern} rejects {good}");
+        let mut m = GrammarMatcher::new(&g);
+        let all = bad.bytes().all(|ch| m.accept_token(tok(ch)));
+        assert!(!(all && m.can_terminate()), "{pattern} accepts {bad}");
+    }
+}
+
+#[test]
+fn fast_nested_counted_repeats_in_ebnf_hit_a_limit_or_compile() {
+    let c = compiler();
+    let e = r#"root ::= (("a"{0,1000}){0,1000}){0,1000} "b""#;
+    match c.compile_grammar(e) {
+        Ok(g) => {
+            outcome("compiled, reads an instance");
+            assert!(accepts(&mut GrammarMatcher::new(&g), b"aaab"));
+        }
+        Err(e) => assert!(is_limit(&e), "{e}"),
+    }
+}
+
+/// 50 MB of `[`.
+fn brackets() -> String {
+    "[".repeat(50 << 20)
+}
+
+#[test]
+fn fast_fifty_megabytes_of_brackets_as_sources_are_errors() {
+    let c = compiler();
+    let text = brackets();
+    assert!(c.compile_grammar(&text).is_err());
+    assert!(c.compile_json_schema_str(&text, &schema_options()).is_err());
+    assert!(c.compile_regex(&text).is_err());
+    assert!(c.compile_structural_tag_str(&text).is_err());
+}
+
+#[test]
+#[ignore = "slow: run by scripts/adversarial"]
+fn slow_fifty_megabytes_of_brackets_as_an_instance() {
+    // Every `[` opens an array of the JSON grammar: the parser state grows with the depth, the
+    // masks stay exact.
+    let g = compiler().compile_builtin_json_grammar().unwrap();
+    let mut m = GrammarMatcher::with_config(&g, maskforge::MatcherConfig::default().max_rollback_tokens(0));
+    let open = tok(b'[');
+    for i in 0..(50 << 20) {
+        assert!(m.accept_token(open), "bracket {i} rejected");
+    }
+    let mut mask = TokenBitmask::new(g.vocabulary().vocab_size());
+    m.fill_next_token_bitmask(mask.as_words_mut());
+    assert!(mask.get(tok(b']') as usize) && !mask.get(tok(b'}') as usize));
+}
+
+#[test]
+fn fast_invalid_utf8_in_texts_is_rejected_not_a_panic() {
+    let g = compiler().compile_json_schema(&json!({"type": "string"}), &schema_options()).unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    assert!(m.accept_string(b"\""));
+    assert!(!m.accept_string([0xFFu8]) && !m.accept_string([0xC3u8, 0x28]));
+    assert!(m.accept_string("é\"".as_bytes()) && m.can_terminate());
+}
+
+#[test]
+fn fast_invalid_utf8_in_a_tokenizer_and_grammar_bytes() {
+    // Token bytes that are not UTF-8 (byte-fallback pieces) are legal and never match
+    // half a character wrongly; grammar text is `&str`, so the CLI tests cover invalid files.
+    let vocab = VocabularyBuilder::new().tokens([b"\"".to_vec(), vec![0xC3], vec![0xA9], vec![0xFF]]).build().unwrap();
+    let c = GrammarCompiler::new(vocab, CompilerConfig::default());
+    let g = c.compile_json_schema(&json!({"type": "string"}), &schema_options()).unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    assert!(m.accept_token(0) && m.accept_token(1) && !m.accept_token(3) && m.accept_token(2) && m.accept_token(0));
+}
+
+// ---- Tokenizers ------------------------------------------------------------------------------
+
+fn llama3_json() -> Vec<u8> {
+    let path = maskforge::tokenizer::fixtures_dir().join("tokenizers/llama3.tokenizer.json.gz");
+    let file =
+        std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}: run scripts/fetch-tokenizers", path.display()));
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(file).read_to_end(&mut json).unwrap();
+    json
+}
+
+#[test]
+fn fast_truncated_tokenizer_json_is_an_error() {
+    let json = llama3_json();
+    for cut in [0, 1, 100, json.len() / 3, json.len() / 2, json.len() - 2] {
+        assert!(Vocabulary::from_tokenizer_json(&json[..cut], None).is_err(), "cut at {cut}");
+    }
+}
+
+#[test]
+fn fast_inconsistent_tokenizer_json_is_an_error_or_consistent() {
+    let bpe = |vocab: serde_json::Value, added: serde_json::Value| {
+        serde_json::to_vec(&json!({
+            "added_tokens": added,
+            "decoder": {"type": "ByteLevel"},
+            "model": {"type": "BPE", "vocab": vocab, "merges": []}
+        }))
+        .unwrap()
+    };
+    let cases = [
+        // Two tokens with one id, an id past a hole, a huge id, an added token over a regular one
+        // with other text, a negative id, an id that is not a number.
+        bpe(json!({"a": 0, "b": 0}), json!([])),
+        bpe(json!({"a": 0, "b": 5}), json!([])),
+        bpe(json!({"a": 0, "b": 4_000_000_000u64}), json!([])),
+        bpe(json!({"a": 0, "b": 1}), json!([{"id": 1, "content": "<s>", "special": true}])),
+        bpe(json!({"a": 0, "b": -1}), json!([])),
+        bpe(json!({"a": 0, "b": "1"}), json!([])),
+        bpe(json!({"a": 0}), json!([{"id": 4_294_967_295u64, "content": "<s>", "special": true}])),
+        serde_json::to_vec(&json!({"model": {"type": "Unigram", "vocab": [["a"]]}})).unwrap(),
+        serde_json::to_vec(&json!({"model": 5})).unwrap(),
+    ];
+    for json in cases {
+        let text = String::from_utf8_lossy(&json).into_owned();
+        let start = Instant::now();
+        if let Ok(v) = Vocabulary::from_tokenizer_json(&json, None) {
+            // Accepted: then ids are dense and every one has bytes.
+            assert!(v.vocab_size() < 1 << 20, "{text}: {} tokens", v.vocab_size());
+            for id in 0..v.vocab_size() as u32 {
+                let _ = v.token_bytes(id);
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{text}");
+    }
+}
+
+// ---- Matchers --------------------------------------------------------------------------------
+
+#[test]
+fn fast_token_ids_out_of_range_are_rejected() {
+    let g = compiler().compile_builtin_json_grammar().unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    let size = g.vocabulary().vocab_size() as u32;
+    for id in [size, size + 1, u32::MAX] {
+        assert!(!m.accept_token(id));
+        assert!(matches!(m.try_accept_token(id), Err(MatcherError::InvalidTokenId { .. })));
+    }
+    // Still usable.
+    assert!(m.accept_token(tok(b'1')) && m.can_terminate());
+}
+
+#[test]
+fn fast_rollback_past_the_limit_is_an_error_and_keeps_the_state() {
+    let g = compiler().compile_builtin_json_grammar().unwrap();
+    let mut m = GrammarMatcher::with_config(&g, maskforge::MatcherConfig::default().max_rollback_tokens(2));
+    assert!(accepts(&mut m, b"[1,2"));
+    assert!(matches!(m.rollback(3), Err(MatcherError::RollbackTooFar { .. })));
+    assert!(matches!(m.rollback(usize::MAX), Err(MatcherError::RollbackTooFar { .. })));
+    m.rollback(2).unwrap();
+    assert!(accepts(&mut m, b"]") && m.can_terminate());
+}
+
+#[test]
+fn fast_matcher_after_termination_rejects_everything() {
+    let g = compiler().compile_regex("ab").unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    let stop = g.vocabulary().stop_token_ids()[0];
+    assert!(accepts(&mut m, b"ab") && m.accept_token(stop) && m.is_terminated());
+    let mut mask = TokenBitmask::new(g.vocabulary().vocab_size());
+    m.fill_next_token_bitmask(mask.as_words_mut());
+    assert!(mask.as_words().iter().all(|&w| w == 0));
+    assert!(!m.accept_token(tok(b'a')) && !m.accept_token(stop) && !m.accept_string(b"a"));
+    assert!(m.try_fill_next_token_bitmask(&mut [0u32; 1]).is_err(), "a short buffer is still an error");
+    m.rollback(1).unwrap();
+    assert!(!m.is_terminated() && m.can_terminate());
+}
+
+// ---- Deadline and cancellation ---------------------------------------------------------------
+
+#[test]
+fn fast_a_zero_timeout_interrupts_every_kind_of_compile() {
+    let c = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().compile_timeout(Duration::ZERO));
+    let results = [
+        c.compile_grammar(r#"root ::= "a""#),
+        c.compile_json_schema(&json!({"type": "integer"}), &schema_options()),
+        c.compile_regex("a+"),
+        c.compile_builtin_json_grammar(),
+    ];
+    for r in results {
+        match r {
+            Err(Error::Interrupted(i)) => assert_eq!(i.reason, InterruptReason::Timeout(Duration::ZERO)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn fast_a_timeout_stops_a_long_compile_in_time() {
+    let limit = Duration::from_millis(200);
+    let c = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().compile_timeout(limit));
+    let start = Instant::now();
+    match c.compile_json_schema(&enum_schema(1_000_000), &schema_options()) {
+        Err(Error::Interrupted(i)) => assert_eq!(i.reason, InterruptReason::Timeout(limit)),
+        other => panic!("{:?}", other.map(|_| "compiled")),
+    }
+    // One rule's automaton is built without a check inside (its work is bounded by the
+    // automaton limits, not by time): a 1,000,000-way enum is one such rule, so the compile
+    // stops a few seconds after the limit on a busy machine (docs/reliability.md).
+    outcome(format_args!("stopped after {:?}", start.elapsed()));
+    assert!(start.elapsed() < limit + Duration::from_secs(8), "{:?}", start.elapsed());
+}
+
+#[test]
+fn fast_a_cancelled_token_stops_a_compile_from_another_thread() {
+    let compiler = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default());
+    let token = CancelToken::new();
+    let handle = compiler.with_cancel_token(token.clone());
+    let schema = enum_schema(1_000_000);
+    let started = Arc::new(AtomicBool::new(false));
+    let canceller = {
+        let (token, started) = (token.clone(), started.clone());
+        std::thread::spawn(move || {
+            while !started.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            token.cancel();
+            Instant::now()
+        })
+    };
+    started.store(true, Ordering::Relaxed);
+    let r = handle.compile_json_schema(&schema, &schema_options());
+    let cancelled_at = canceller.join().unwrap();
+    match r {
+        Err(Error::Interrupted(i)) => assert_eq!(i.reason, InterruptReason::Cancelled),
+        other => panic!("{:?}", other.map(|_| "compiled")),
+    }
+    // As with the timeout: within one rule's automaton construction of the cancel.
+    outcome(format_args!("stopped {:?} after the cancel", cancelled_at.elapsed()));
+    assert!(cancelled_at.elapsed() < Duration::from_secs(8), "stopped {:?} after the cancel", cancelled_at.elapsed());
+    // The interrupted compile left nothing behind: the compiler and its caches serve the next one.
+    let g = compiler.compile_json_schema(&json!({"enum": ["x"]}), &schema_options()).unwrap();
+    assert!(accepts(&mut GrammarMatcher::new(&g), br#""x""#));
+}
