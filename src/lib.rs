@@ -80,6 +80,8 @@ pub mod cache;
 pub mod earley;
 #[doc(hidden)]
 pub mod fsm;
+#[doc(hidden)]
+pub mod pda;
 mod util;
 
 /// Internal front-end items that the project's own tests and benchmarks name by path.
