@@ -94,7 +94,7 @@ pub mod internals {
 }
 
 pub use cache::{MaskCacheMode, MaskCacheStats, MaskPool, PoolStats};
-pub use compiled::{CompiledGrammar, LoadError, FORMAT_VERSION as SAVED_FORMAT_VERSION};
+pub use compiled::{CompiledGrammar, LoadError, Parser, FORMAT_VERSION as SAVED_FORMAT_VERSION};
 pub use compiler::{
     CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_POOL_BYTES,
     DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN, JSON_GRAMMAR_EBNF, JSON_LEVELS_PER_SUBSCHEMA,
@@ -116,6 +116,7 @@ pub use frontend::structural_tag::{
 };
 pub use frontend::{Position, Span, SyntaxError};
 pub use fsm::{FsmLimits, RuleFsmCacheStats};
+pub use pda::PdaError;
 pub use grammar::{
     CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleId, TagDispatch, TokenSet,
     Trigger,

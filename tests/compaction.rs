@@ -37,9 +37,9 @@ fn a_long_generation_with_a_rollback_limit_matches_an_unlimited_one() {
     assert_eq!(limited.num_accepted_tokens(), unlimited.num_accepted_tokens());
     assert!(limited.can_terminate() && unlimited.can_terminate());
     assert!(
-        limited.parser().byte_len() < 200_000 && unlimited.parser().byte_len() == text.len(),
+        limited.parser_byte_len() < 200_000 && unlimited.parser_byte_len() == text.len(),
         "the limited matcher's chart was compacted: {} parser bytes for {} of text",
-        limited.parser().byte_len(),
+        limited.parser_byte_len(),
         text.len()
     );
     limited.reset();

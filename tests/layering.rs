@@ -14,8 +14,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The PDA runs the same automata as the Earley parser, beside it: neither names the other.
     ("pda", &["pda", "fsm", "grammar", "util"]),
     ("cache", &["cache", "earley", "fsm", "grammar", "tokenizer", "util"]),
-    // `compiled` carries the JSON Schema coverage report, a plain data type of the front-end.
-    ("compiled", &["compiled", "cache", "frontend", "fsm", "grammar", "tokenizer", "util"]),
+    // `compiled` carries the JSON Schema coverage report, a plain data type of the front-end, and
+    // checks that a loaded grammar marked for the PDA is servable.
+    ("compiled", &["compiled", "cache", "frontend", "fsm", "pda", "grammar", "tokenizer", "util"]),
     ("matcher", &["matcher", "compiled", "cache", "earley", "pda", "fsm", "tokenizer", "util"]),
     (
         "compiler",

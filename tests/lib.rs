@@ -17,6 +17,7 @@ mod jump_forward;
 mod layering;
 mod maskbench_ratchet;
 mod matcher;
+mod pda;
 mod pool;
 mod properties;
 mod protocols;
