@@ -116,12 +116,12 @@ pub use frontend::structural_tag::{
 };
 pub use frontend::{Position, Span, SyntaxError};
 pub use fsm::{FsmLimits, RuleFsmCacheStats};
-pub use pda::PdaError;
 pub use grammar::{
     CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleId, TagDispatch, TokenSet,
     Trigger,
 };
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError};
+pub use pda::PdaError;
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::TokenBitmask;
 

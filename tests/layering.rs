@@ -24,8 +24,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
 ];
 
-const MODULES: &[&str] =
-    &["util", "grammar", "tokenizer", "frontend", "fsm", "earley", "pda", "cache", "compiled", "matcher", "compiler", "error"];
+const MODULES: &[&str] = &[
+    "util",
+    "grammar",
+    "tokenizer",
+    "frontend",
+    "fsm",
+    "earley",
+    "pda",
+    "cache",
+    "compiled",
+    "matcher",
+    "compiler",
+    "error",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

@@ -155,7 +155,9 @@ impl Engine {
                 }
             }
             // Only scannable threads are kept, and the PDA serves no counted repetition.
-            Engine::Pda(p) => p.current_states().for_each(|state| f(StateUse { state, below_min: false, budget: u32::MAX })),
+            Engine::Pda(p) => {
+                p.current_states().for_each(|state| f(StateUse { state, below_min: false, budget: u32::MAX }))
+            }
         }
     }
 

@@ -41,11 +41,11 @@ pub use jump_forward::JumpForwardTokens;
 
 use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
-use engine::Engine;
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
 use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
+use engine::Engine;
 
 /// Accepts stop token `id` if it is allowed (see the module docs); returns the bytes read (its
 /// sentinel, or nothing), or `None`, leaving the parser unchanged, when it is not allowed.

@@ -36,7 +36,12 @@ pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32])
 /// prefixes between consecutive ones, and sets the bits of those it accepts. Tokens whose bit
 /// is already set are skipped. The parser is restored on return. Used by the oracle over the
 /// whole vocabulary and by the cached mask over its uncertain tokens.
-pub(crate) fn walk_tokens<P: ByteParser>(parser: &mut P, vocab: &Vocabulary, ids: impl Iterator<Item = u32>, out: &mut [u32]) {
+pub(crate) fn walk_tokens<P: ByteParser>(
+    parser: &mut P,
+    vocab: &Vocabulary,
+    ids: impl Iterator<Item = u32>,
+    out: &mut [u32],
+) {
     // The last walked token, the bytes of it the parser holds, and the length of a prefix of it
     // known to fail.
     let mut prev: &[u8] = &[];

@@ -78,9 +78,7 @@ fn left_recursive_rule(fsm: &GrammarFsm) -> Option<FsmRuleId> {
     for &c in &comp {
         size[c as usize] += 1;
     }
-    (0..calls.len())
-        .find(|&r| size[comp[r] as usize] > 1 || calls[r].contains(&r))
-        .map(|r| FsmRuleId::new(r))
+    (0..calls.len()).find(|&r| size[comp[r] as usize] > 1 || calls[r].contains(&r)).map(|r| FsmRuleId::new(r))
 }
 
 /// The rules `r` can call before reading a byte.
@@ -117,7 +115,11 @@ mod tests {
         let through_nullable = r#"root ::= e x "a" | "b"
             x ::= e root | "c"
             e ::= "" | "e""#;
-        assert!(matches!(check(through_nullable), Err(PdaError::LeftRecursion { .. })), "{:?}", check(through_nullable));
+        assert!(
+            matches!(check(through_nullable), Err(PdaError::LeftRecursion { .. })),
+            "{:?}",
+            check(through_nullable)
+        );
         assert_eq!(check(r#"root ::= "a" root | "b""#), Ok(()));
     }
 

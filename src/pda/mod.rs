@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 pub use eligible::{check_servable, PdaError};
 
-use crate::fsm::{FsmRuleId, GrammarFsm, StateId};
+use crate::fsm::{GrammarFsm, StateId};
 use crate::util::hash::FastMap;
 use crate::util::small_set::SmallSet;
 
@@ -71,7 +71,6 @@ struct Thread {
 #[derive(Clone, Debug)]
 pub struct Pda {
     fsm: Arc<GrammarFsm>,
-    root: FsmRuleId,
     /// The frame tree, in creation order.
     frames: Vec<Frame>,
     /// Hash-consing of `frames`.
@@ -95,11 +94,9 @@ impl Pda {
     /// A PDA at the start of the root rule. The grammar must pass [`check_servable`] (the
     /// closure may not terminate on left recursion).
     pub fn new(fsm: Arc<GrammarFsm>) -> Self {
-        let root = fsm.root();
-        let start = fsm.rule(root).start;
+        let start = fsm.rule(fsm.root()).start;
         let mut pda = Pda {
             fsm,
-            root,
             frames: Vec::new(),
             frame_ids: FastMap::default(),
             threads: Vec::new(),
@@ -275,44 +272,34 @@ impl Pda {
     /// Runs push and pop to a fixpoint from the threads in `work`, keeping the scannable ones
     /// in the open position. Returns `false` when they exceed [`MAX_THREADS`].
     fn close_position(&mut self) -> bool {
-        self.seen.clear();
-        let start = *self.thread_starts.last().unwrap() as usize;
-        while let Some(t) = self.work.pop() {
-            if !self.seen.insert(t) {
+        let Pda { fsm, frames, frame_ids, threads, thread_starts, accepting, seen, work, .. } = self;
+        seen.clear();
+        let start = *thread_starts.last().unwrap() as usize;
+        while let Some(t) = work.pop() {
+            if !seen.insert(t) {
                 continue;
             }
-            if !self.fsm.byte_edges(t.state).is_empty() {
-                if self.threads.len() - start == MAX_THREADS {
+            if !fsm.byte_edges(t.state).is_empty() {
+                if threads.len() - start == MAX_THREADS {
                     return false;
                 }
-                self.threads.push(t);
+                threads.push(t);
             }
-            if self.fsm.is_final(t.state) {
+            if fsm.is_final(t.state) {
                 if t.stack == EMPTY {
-                    debug_assert_eq!(self.fsm.rule_of(t.state), self.root);
-                    *self.accepting.last_mut().unwrap() = true;
+                    // Only the root's threads have an empty stack.
+                    *accepting.last_mut().unwrap() = true;
                 } else {
-                    let f = self.frames[t.stack as usize];
-                    self.work.push(Thread { state: f.ret, stack: f.parent });
+                    let f = frames[t.stack as usize];
+                    work.push(Thread { state: f.ret, stack: f.parent });
                 }
             }
-            for i in 0..self.fsm.rule_edges(t.state).len() {
-                let e = self.fsm.rule_edges(t.state)[i];
-                let stack = self.frame(Frame { ret: e.target, parent: t.stack });
-                self.work.push(Thread { state: self.fsm.rule(e.rule).start, stack });
+            for e in fsm.rule_edges(t.state) {
+                let stack = intern(frames, frame_ids, Frame { ret: e.target, parent: t.stack });
+                work.push(Thread { state: fsm.rule(e.rule).start, stack });
             }
         }
         true
-    }
-
-    /// The id of `f`, created if new.
-    fn frame(&mut self, f: Frame) -> u32 {
-        let next = self.frames.len() as u32;
-        let id = *self.frame_ids.entry(f).or_insert(next);
-        if id == next {
-            self.frames.push(f);
-        }
-        id
     }
 
     /// Drops the frames created after the first `len`.
@@ -322,6 +309,16 @@ impl Pda {
         }
         self.frames.truncate(len);
     }
+}
+
+/// The id of frame `f`, created if new (hash-consing).
+fn intern(frames: &mut Vec<Frame>, ids: &mut FastMap<Frame, u32>, f: Frame) -> u32 {
+    let next = frames.len() as u32;
+    let id = *ids.entry(f).or_insert(next);
+    if id == next {
+        frames.push(f);
+    }
+    id
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use maskforge::load_tokenizer;
 
 use crate::output::{outln, Failure};
-use maskforge::{CompilerConfig, GrammarCompiler};
+use maskforge::{CompilerConfig, GrammarCompiler, Parser};
 use maskforge_bench::maskbench::{run_file, summarize, FileResult, MaskBenchConfig};
 
 #[derive(clap::Args)]
@@ -48,6 +48,19 @@ pub struct MaskbenchArgs {
     /// `1` for single-thread figures).
     #[arg(long)]
     threads: Option<usize>,
+    /// The parser matchers run: `auto`, `earley` or `pda` (files the PDA does not serve are
+    /// compile errors with `pda`).
+    #[arg(long, default_value = "auto")]
+    parser: String,
+}
+
+fn parser(name: &str) -> Result<Parser, String> {
+    match name {
+        "auto" => Ok(Parser::Auto),
+        "earley" => Ok(Parser::Earley),
+        "pda" => Ok(Parser::Pda),
+        other => Err(format!("--parser takes auto, earley or pda, not `{other}`")),
+    }
 }
 
 fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -79,7 +92,8 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
     crate::source::size_thread_pool(args.threads);
     let mode = crate::source::cache_mode(&args.mode)?;
     let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
-    let config = crate::source::with_cache_dir(CompilerConfig::default().cache_mode(mode), args.cache_dir.as_ref());
+    let config = CompilerConfig::default().cache_mode(mode).parser(parser(&args.parser)?);
+    let config = crate::source::with_cache_dir(config, args.cache_dir.as_ref());
     let compiler = GrammarCompiler::new(vocab, config);
     let mut config = MaskBenchConfig {
         limit: Duration::from_secs_f64(args.limit_s),
