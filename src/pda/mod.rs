@@ -198,12 +198,7 @@ impl Pda {
 
     /// Consumes bytes until one is refused; returns how many were consumed.
     pub fn advance_bytes(&mut self, bytes: &[u8]) -> usize {
-        for (i, &b) in bytes.iter().enumerate() {
-            if !self.advance_byte(b) {
-                return i;
-            }
-        }
-        bytes.len()
+        bytes.iter().position(|&b| !self.advance_byte(b)).unwrap_or(bytes.len())
     }
 
     /// Undoes the last `n` consumed bytes.
@@ -225,22 +220,9 @@ impl Pda {
         self.overflowed = false;
     }
 
-    /// Truncates to the state after `len` bytes (of those [`Pda::byte_len`] counts).
-    pub fn truncate_bytes(&mut self, len: usize) {
-        self.pop_bytes(self.byte_len() - len);
-    }
-
     /// The set of bytes some thread can read, as a 256-bit set.
     pub fn next_bytes(&self) -> [u64; 4] {
-        let mut set = [0u64; 4];
-        for t in self.current_threads() {
-            for e in self.fsm.byte_edges(t.state) {
-                for b in e.lo..=e.hi {
-                    set[(b >> 6) as usize] |= 1 << (b & 63);
-                }
-            }
-        }
-        set
+        self.fsm.next_bytes(self.current_states())
     }
 
     /// Forgets the positions older than the newest `keep` bytes: afterwards at most `keep`
