@@ -78,7 +78,7 @@ fn left_recursive_rule(fsm: &GrammarFsm) -> Option<FsmRuleId> {
     for &c in &comp {
         size[c as usize] += 1;
     }
-    (0..calls.len()).find(|&r| size[comp[r] as usize] > 1 || calls[r].contains(&r)).map(|r| FsmRuleId::new(r))
+    (0..calls.len()).find(|&r| size[comp[r] as usize] > 1 || calls[r].contains(&r)).map(FsmRuleId::new)
 }
 
 /// The rules `r` can call before reading a byte.
