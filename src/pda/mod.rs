@@ -20,7 +20,7 @@
 //!
 //! # The persistent stack
 //!
-//! Stacks are nodes of one tree ([`Frame`]: a return state and the parent frame), hash-consed:
+//! Stacks are nodes of one tree (`Frame`: a return state and the parent frame), hash-consed:
 //! the same (return state, parent) is always the same frame, so parallel threads share their
 //! common stack bottom, two threads with equal stacks have the same frame id, and a stack that
 //! recurs (every element of a flat array pushes the same frame) costs nothing new. A byte adds
