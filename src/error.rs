@@ -40,6 +40,9 @@ pub enum Error {
     /// A matcher call failed (invalid token id, rollback too far, short mask buffer).
     #[error(transparent)]
     Matcher(#[from] crate::matcher::MatcherError),
+    /// The PDA parser was asked for (`CompilerConfig::parser`) on a grammar it does not serve.
+    #[error(transparent)]
+    Pda(#[from] crate::pda::PdaError),
     /// A saved grammar could not be read (truncated, corrupted, another format version or
     /// vocabulary).
     #[error(transparent)]

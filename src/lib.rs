@@ -80,6 +80,8 @@ pub mod cache;
 pub mod earley;
 #[doc(hidden)]
 pub mod fsm;
+#[doc(hidden)]
+pub mod pda;
 mod util;
 
 /// Internal front-end items that the project's own tests and benchmarks name by path.
@@ -94,7 +96,7 @@ pub mod internals {
 }
 
 pub use cache::{MaskCacheMode, MaskCacheStats, MaskPool, PoolStats};
-pub use compiled::{CompiledGrammar, LoadError, FORMAT_VERSION as SAVED_FORMAT_VERSION};
+pub use compiled::{CompiledGrammar, LoadError, Parser, FORMAT_VERSION as SAVED_FORMAT_VERSION};
 pub use compiler::{
     CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_POOL_BYTES,
     DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN, JSON_GRAMMAR_EBNF, JSON_LEVELS_PER_SUBSCHEMA,
@@ -121,6 +123,7 @@ pub use grammar::{
     Trigger,
 };
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
+pub use pda::PdaError;
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::cancel::{CancelToken, InterruptReason, Interrupted};
 pub use util::TokenBitmask;

@@ -1,20 +1,31 @@
 //! A matcher with a rollback limit compacts its parser chart on long inputs (flat memory); its
 //! masks, verdicts and rollbacks stay those of a matcher that keeps everything.
 
-use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, MatcherConfig, TokenBitmask};
+use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, MatcherConfig, Parser, TokenBitmask};
 
 use crate::support::fixtures::load;
 
 #[test]
 fn a_long_generation_with_a_rollback_limit_matches_an_unlimited_one() {
+    // The limited matcher on either parser; the reference keeps the whole Earley chart.
+    for parser in [Parser::Earley, Parser::Pda] {
+        long_generation_with_a_rollback_limit(parser);
+    }
+}
+
+fn long_generation_with_a_rollback_limit(parser: Parser) {
     let (vocab, encoder) = load("llama3");
-    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
-    let grammar = compiler.compile_builtin_json_grammar().unwrap();
+    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default().parser(parser));
+    let limited_grammar = compiler.compile_builtin_json_grammar().unwrap();
+    assert_eq!(limited_grammar.parser(), parser);
+    let grammar = GrammarCompiler::new(vocab.clone(), CompilerConfig::default().parser(Parser::Earley))
+        .compile_builtin_json_grammar()
+        .unwrap();
     // About 400 KB: several compactions (the first at 64 KB of parser bytes).
     let items: Vec<String> = (0..20_000).map(|i| format!(r#"{{"k{}": [{i}, "x"]}}"#, i % 7)).collect();
     let text = format!("[{}]", items.join(", "));
     let ids = encoder.encode_for_matching(&text).unwrap();
-    let mut limited = GrammarMatcher::with_config(&grammar, MatcherConfig::default().max_rollback_tokens(3));
+    let mut limited = GrammarMatcher::with_config(&limited_grammar, MatcherConfig::default().max_rollback_tokens(3));
     let mut unlimited = GrammarMatcher::new(&grammar);
     let (mut a, mut b) = (TokenBitmask::new(vocab.vocab_size()), TokenBitmask::new(vocab.vocab_size()));
     for (i, &id) in ids.iter().enumerate() {
@@ -34,12 +45,13 @@ fn a_long_generation_with_a_rollback_limit_matches_an_unlimited_one() {
         }
     }
     assert!(limited.rollback(4).is_err(), "the limit holds");
+    assert_eq!(limited.runs_pda(), parser == Parser::Pda, "no hand-over on JSON");
     assert_eq!(limited.num_accepted_tokens(), unlimited.num_accepted_tokens());
     assert!(limited.can_terminate() && unlimited.can_terminate());
     assert!(
-        limited.parser().byte_len() < 200_000 && unlimited.parser().byte_len() == text.len(),
+        limited.parser_byte_len() < 200_000 && unlimited.parser_byte_len() == text.len(),
         "the limited matcher's chart was compacted: {} parser bytes for {} of text",
-        limited.parser().byte_len(),
+        limited.parser_byte_len(),
         text.len()
     );
     limited.reset();

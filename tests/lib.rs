@@ -18,6 +18,7 @@ mod jump_forward;
 mod layering;
 mod maskbench_ratchet;
 mod matcher;
+mod pda;
 mod pool;
 mod prefetch;
 mod properties;

@@ -90,7 +90,7 @@ proptest! {
         }
         prop_assert_eq!(ok, ok_tokens);
         if ok {
-            prop_assert_eq!(by_string.parser().current_items(), by_tokens.parser().current_items());
+            prop_assert_eq!(by_string.parser().unwrap().current_items(), by_tokens.parser().unwrap().current_items());
             prop_assert_eq!(mask_of(&mut by_string), mask_of(&mut by_tokens));
             prop_assert_eq!(by_string.can_terminate(), by_tokens.can_terminate());
         } else {

@@ -34,6 +34,25 @@ struct CompiledInner {
     cache: MaskCache,
     /// For grammars compiled from a JSON Schema: what is not enforced exactly.
     json_schema_report: Option<Arc<JsonSchemaReport>>,
+    /// The parser matchers run: `Earley` or `Pda`, never `Auto`.
+    parser: Parser,
+}
+
+/// Which parser the matchers of a grammar run (chosen with `CompilerConfig::parser`, reported
+/// by [`CompiledGrammar::parser`]). Both give the same masks; they differ in speed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Parser {
+    /// The compiler's choice: the PDA where it serves the grammar and is measured faster, else
+    /// Earley. Today that is Earley for every grammar: on the builtin JSON grammar the two are
+    /// within noise of each other (`docs/design-notes.md`, "Decisions", the PDA path).
+    #[default]
+    Auto,
+    /// The Earley parser: every grammar.
+    Earley,
+    /// The pushdown automaton (XGrammar's classic path): grammars without counted
+    /// repetitions, token-level elements, `TagDispatch` or left recursion; asking for it on
+    /// another grammar is an error.
+    Pda,
 }
 
 impl CompiledGrammar {
@@ -46,7 +65,15 @@ impl CompiledGrammar {
     fn assemble(saved_ir: Option<Box<[u8]>>, fsm: GrammarFsm, vocab: Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
         let cache = MaskCache::new(&fsm, pool);
         let fsm = Arc::new(fsm);
-        let inner = CompiledInner { grammar: OnceLock::new(), saved_ir, fsm, vocab, cache, json_schema_report: None };
+        let inner = CompiledInner {
+            grammar: OnceLock::new(),
+            saved_ir,
+            fsm,
+            vocab,
+            cache,
+            json_schema_report: None,
+            parser: Parser::Earley,
+        };
         CompiledGrammar { inner: Arc::new(inner) }
     }
     /// Whether `self` and `other` are the same compiled grammar (clones of one product, e.g. two
@@ -67,6 +94,17 @@ impl CompiledGrammar {
         Arc::get_mut(&mut self.inner).expect("a fresh compiled grammar is not shared").json_schema_report =
             Some(report);
         self
+    }
+    /// Sets the parser matchers run (the product must not be shared yet; `Auto` is resolved by
+    /// the compiler before, and the caller has checked that the PDA serves the grammar).
+    pub(crate) fn with_parser(mut self, parser: Parser) -> Self {
+        debug_assert_ne!(parser, Parser::Auto);
+        Arc::get_mut(&mut self.inner).expect("a fresh compiled grammar is not shared").parser = parser;
+        self
+    }
+    /// The parser matchers of this grammar run: [`Parser::Earley`] or [`Parser::Pda`].
+    pub fn parser(&self) -> Parser {
+        self.inner.parser
     }
     /// For a grammar compiled from a JSON Schema, the keywords it does not enforce exactly
     /// (an empty report means every keyword is enforced); `None` for other sources.

@@ -4,7 +4,7 @@
 //! the front-end and the automaton construction, and brings back the token-mask cache entries
 //! built so far.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! A 36-byte header, all integers little-endian, then the payload:
 //!
@@ -22,7 +22,8 @@
 //! nested as a byte string: loading keeps it as bytes and decodes it on the first call of
 //! [`CompiledGrammar::grammar`], as matching never needs it), the frozen [`GrammarFsm`] (its
 //! CSR tables as they are in memory), the built token-mask cache entries with their memo slots,
-//! and the JSON Schema coverage report if any. What is cheap to derive is not stored and is
+//! the JSON Schema coverage report if any, and the parser the grammar runs on ([`Parser`]; a
+//! saved `Pda` is checked to be servable, version 2). What is cheap to derive is not stored and is
 //! recomputed on load exactly as a compile does: the follow sets and certain contexts of the
 //! mask cache, and the structural hashes when a mask pool is attached.
 //!
@@ -43,18 +44,19 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::CompiledGrammar;
+use super::{CompiledGrammar, Parser};
 use crate::cache::{MaskEntry, MaskPool};
 use crate::frontend::json_schema::JsonSchemaReport;
 use crate::fsm::GrammarFsm;
 use crate::grammar::saved::SavedGrammar;
 use crate::grammar::{Expr, Grammar, GrammarBuilder};
+use crate::pda::check_servable;
 use crate::tokenizer::Vocabulary;
 
 /// The first bytes of every saved grammar.
 pub const MAGIC: [u8; 8] = *b"MASKFRG\0";
 /// The version of the format written by this build; reading accepts exactly this version.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 36;
 
@@ -117,6 +119,7 @@ struct PayloadRef<'a> {
     fsm: &'a GrammarFsm,
     entries: Vec<(u32, &'a MaskEntry)>,
     json_schema_report: Option<&'a JsonSchemaReport>,
+    parser: Parser,
 }
 
 /// The payload as read (the same fields in the same order as [`PayloadRef`]).
@@ -127,6 +130,7 @@ struct Payload<'a> {
     fsm: GrammarFsm,
     entries: Vec<(u32, MaskEntry)>,
     json_schema_report: Option<JsonSchemaReport>,
+    parser: Parser,
 }
 
 impl CompiledGrammar {
@@ -157,6 +161,7 @@ impl CompiledGrammar {
             fsm: self.fsm(),
             entries: self.mask_cache().built_entries().map(|(slot, e)| (slot as u32, &**e)).collect(),
             json_schema_report: self.json_schema_report(),
+            parser: self.parser(),
         };
         // Writing to a `Vec` fails only on allocation failure, which aborts anyway.
         let mut out = postcard::to_extend(&payload, vec![0u8; HEADER_LEN]).expect("serializing to memory");
@@ -190,9 +195,14 @@ impl CompiledGrammar {
         pool: Option<Arc<MaskPool>>,
     ) -> Result<CompiledGrammar, LoadError> {
         let payload = checked_payload(bytes, vocab)?;
-        let Payload { grammar, fsm, entries, json_schema_report } =
+        let Payload { grammar, fsm, entries, json_schema_report, parser } =
             postcard::from_bytes(payload).map_err(|e| LoadError::Malformed(format!("payload does not decode: {e}")))?;
         fsm.check_structure().map_err(|e| LoadError::Malformed(format!("automaton: {e}")))?;
+        // The PDA's closure terminates only on the grammars it serves: a crafted file must not
+        // make a matcher loop.
+        if parser == Parser::Pda {
+            check_servable(&fsm).map_err(|e| LoadError::Malformed(e.to_string()))?;
+        }
         let mut compiled = CompiledGrammar::assemble(Some(grammar.into()), fsm, vocab.clone(), pool);
         for (slot, entry) in entries {
             entry.check_for(vocab).map_err(LoadError::Malformed)?;
@@ -201,7 +211,7 @@ impl CompiledGrammar {
         if let Some(report) = json_schema_report {
             compiled = compiled.with_json_schema_report(Arc::new(report));
         }
-        Ok(compiled)
+        Ok(compiled.with_parser(parser))
     }
 }
 

@@ -18,12 +18,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cache::{reachable_scannable_states, MaskCacheMode, MaskPool, PoolStats};
-use crate::compiled::CompiledGrammar;
+use crate::compiled::{CompiledGrammar, Parser};
 use crate::error::Error;
 use crate::frontend::ebnf::parse_ebnf;
 use crate::frontend::json_schema::{SchemaFragmentCache, SchemaFragmentStats};
 use crate::fsm::{build_grammar_fsm_cached, FsmLimits, RuleFsmCache, RuleFsmCacheStats};
 use crate::grammar::Grammar;
+use crate::pda::check_servable;
 use crate::tokenizer::Vocabulary;
 use crate::util::cancel::{self, CancelToken, Watch};
 
@@ -66,6 +67,7 @@ pub struct CompilerConfig {
     /// A directory of saved grammars and its byte budget.
     disk_cache: Option<(PathBuf, u64)>,
     compile_timeout: Option<Duration>,
+    parser: Parser,
 }
 
 impl Default for CompilerConfig {
@@ -81,6 +83,7 @@ impl Default for CompilerConfig {
             allow_special_token_text: false,
             disk_cache: None,
             compile_timeout: None,
+            parser: Parser::Auto,
         }
     }
 }
@@ -216,6 +219,18 @@ impl CompilerConfig {
     /// The compile time limit, if any.
     pub fn get_compile_timeout(&self) -> Option<Duration> {
         self.compile_timeout
+    }
+
+    /// The parser matchers run (default [`Parser::Auto`]). [`Parser::Pda`] makes compiling a
+    /// grammar the PDA does not serve an error ([`Error::Pda`]); `Auto` never fails for it.
+    /// Which parser a grammar got is [`CompiledGrammar::parser`].
+    pub fn parser(mut self, parser: Parser) -> Self {
+        self.parser = parser;
+        self
+    }
+    /// The parser asked for.
+    pub fn get_parser(&self) -> Parser {
+        self.parser
     }
 }
 
@@ -392,8 +407,10 @@ impl GrammarCompiler {
         if !self.grammars.enabled() && self.disk.is_none() {
             return compile();
         }
-        let options =
-            format!("{:?}|{:?}|{}", self.config.fsm, self.config.cache_mode, self.config.allow_special_token_text);
+        let options = format!(
+            "{:?}|{:?}|{}|{:?}",
+            self.config.fsm, self.config.cache_mode, self.config.allow_special_token_text, self.config.parser
+        );
         let mut all: Vec<&[u8]> = parts.to_vec();
         all.push(options.as_bytes());
         let key = grammar_cache::hash_parts(&all, json);
@@ -448,7 +465,8 @@ impl GrammarCompiler {
         let grammar = special_tokens::apply(grammar, &self.special_texts, self.config.allow_special_token_text)?;
         let fsm = build_grammar_fsm_cached(&grammar, &self.config.fsm, self.rule_fsms.as_deref())?;
         cancel::check_now("automaton construction")?;
-        let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone(), self.pool.clone());
+        let parser = resolve_parser(self.config.parser, &fsm)?;
+        let compiled = CompiledGrammar::new(grammar, fsm, self.vocab.clone(), self.pool.clone()).with_parser(parser);
         cancel::check_now("cache setup")?;
         let k = match self.config.cache_mode {
             MaskCacheMode::Jit => 0,
@@ -479,6 +497,20 @@ impl GrammarCompiler {
     pub fn compile_builtin_json_grammar(&self) -> Result<CompiledGrammar, Error> {
         // Through `compile_grammar`: cached like any EBNF text.
         self.compile_grammar(JSON_GRAMMAR_EBNF)
+    }
+}
+
+/// The parser a grammar's matchers run, for the one asked for.
+///
+/// `Auto` takes the Earley parser: see `docs/design-notes.md`, "Decisions" (the PDA path).
+fn resolve_parser(asked: Parser, fsm: &crate::fsm::GrammarFsm) -> Result<Parser, Error> {
+    match asked {
+        Parser::Auto | Parser::Earley => Ok(Parser::Earley),
+        Parser::Pda => {
+            check_servable(fsm)?;
+            Ok(Parser::Pda)
+        }
+    }
     }
 }
 

@@ -240,15 +240,7 @@ impl Parser {
 
     /// The set of bytes some item of the newest set can read, as a 256-bit set.
     pub fn next_bytes(&self) -> [u64; 4] {
-        let mut set = [0u64; 4];
-        for it in self.current_items() {
-            for e in self.fsm.byte_edges(it.state) {
-                for b in e.lo..=e.hi {
-                    set[(b >> 6) as usize] |= 1 << (b & 63);
-                }
-            }
-        }
-        set
+        self.fsm.next_bytes(self.current_items().iter().map(|it| it.state))
     }
 
     fn open_set(&mut self) {

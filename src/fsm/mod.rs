@@ -274,6 +274,19 @@ impl GrammarFsm {
     pub fn rule_edges(&self, s: StateId) -> &[RuleEdge] {
         &self.rule_edges[self.rule_offsets[s] as usize..self.rule_offsets[s.index() + 1] as usize]
     }
+    /// The bytes some state of `states` can read, as a 256-bit set (for the parsers'
+    /// `next_bytes`).
+    pub fn next_bytes(&self, states: impl IntoIterator<Item = StateId>) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        for s in states {
+            for e in self.byte_edges(s) {
+                for b in e.lo..=e.hi {
+                    set[(b >> 6) as usize] |= 1 << (b & 63);
+                }
+            }
+        }
+        set
+    }
     /// Whether state `s` can read a token by id (has an edge on the sentinel lead byte `0xFF`;
     /// see [`crate::util::sentinel::Sentinel`]).
     #[inline]

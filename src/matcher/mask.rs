@@ -1,23 +1,23 @@
-//! The runtime mask from the cache (XGrammar Algorithm 1 on Earley sets): merge the entries of
-//! the distinct scannable states of the current Earley set (union of accepted tokens), then
+//! The runtime mask from the cache (XGrammar Algorithm 1 on Earley sets or PDA threads): merge
+//! the entries of the distinct scannable states of the current Earley set or threads (union of
+//! accepted tokens: an entry is a property of the state, whichever parser reached it), then
 //! check the uncertain tokens that no entry accepted against the full parser, sharing prefixes
 //! between consecutive checks. A large accepted set is merged from the bitset the cache keeps
 //! beside its entry (copied when it is the first written), so a warm step costs one pass per
 //! large entry plus its uncertain checks, whatever the entry's stored form. Scratch buffers
 //! belong to the matcher and are reused, so a warm step does not allocate.
 
+use super::engine::{Engine, StateUse};
 use super::oracle::walk_tokens;
 use crate::cache::{AdaptiveTokenMask, EntrySlot};
 use crate::compiled::CompiledGrammar;
-use crate::earley::{Item, Parser};
-use crate::fsm::{GrammarFsm, RuleKind};
 use crate::util::id::TokenId;
 
 /// One cache entry the current Earley set needs, and how far its accepted set can be trusted.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct SlotBudget {
+struct SlotBudget {
     /// The entry: an item's state, and whether the item's repetition count is below its minimum.
-    pub(super) slot: EntrySlot,
+    slot: EntrySlot,
     /// The smallest repetition budget of the items using the entry: tokens longer than this
     /// many bytes may cross the repetition's upper bound and are checked with the parser
     /// (`u32::MAX` outside counted repetitions).
@@ -37,20 +37,21 @@ pub struct MaskScratch {
 
 /// Writes into `out` (already zeroed, `ceil(vocab/32)` words) every normal token the grammar
 /// allows next. Stop tokens are left to the caller. The parser is restored on return.
-pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch: &mut MaskScratch, out: &mut [u32]) {
+pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch: &mut MaskScratch, out: &mut [u32]) {
     let fsm = grammar.fsm();
     let vocab = grammar.vocabulary();
     let cache = grammar.mask_cache();
     let max_len = vocab.max_token_len() as u32;
     scratch.states.clear();
     scratch.check.clear();
-    for it in parser.current_items() {
-        let Some(SlotBudget { slot, budget }) = item_slot(fsm, it) else { continue };
-        match scratch.states.iter_mut().find(|s| s.slot == slot) {
+    let states = &mut scratch.states;
+    parser.for_each_scannable(|StateUse { state, below_min, budget }| {
+        let slot = EntrySlot { state, below_min };
+        match states.iter_mut().find(|s| s.slot == slot) {
             Some(s) => s.budget = s.budget.min(budget),
-            None => scratch.states.push(SlotBudget { slot, budget }),
+            None => states.push(SlotBudget { slot, budget }),
         }
-    }
+    });
     let ids = vocab.sorted_token_ids();
     // Whether `out` holds anything yet: the first large accepted set is copied, not merged.
     let mut written = false;
@@ -90,36 +91,16 @@ pub fn fill_cached_mask(parser: &mut Parser, grammar: &CompiledGrammar, scratch:
     walk_tokens(parser, vocab, scratch.check.iter().map(|&pos| ids[pos as usize]), out);
 }
 
-/// The cache entry an item of the current set needs, and its repetition budget; `None` for an
-/// item that reads no byte.
-pub(super) fn item_slot(fsm: &GrammarFsm, it: &Item) -> Option<SlotBudget> {
-    if fsm.byte_edges(it.state).is_empty() {
-        return None;
-    }
-    let (below_min, budget) = match fsm.rule(fsm.rule_of(it.state)).kind {
-        // A token of n bytes may loop n times (once before its first byte when the item sits
-        // where an iteration can end), and a loop needs `count + 1 < max`.
-        RuleKind::Counted { min, max } => {
-            (it.count < min, if max == u32::MAX { u32::MAX } else { max.saturating_sub(it.count).saturating_sub(1) })
-        }
-        RuleKind::Plain => (false, u32::MAX),
-    };
-    Some(SlotBudget { slot: EntrySlot { state: it.state, below_min }, budget })
-}
-
 /// ORs into `out` the tokens some item of the current set reads by id (its sentinel), from the
 /// id ranges the automaton records per state: no parser run (see `fsm::token`).
-fn add_token_ids(parser: &Parser, grammar: &CompiledGrammar, out: &mut [u32]) {
+fn add_token_ids(parser: &Engine, grammar: &CompiledGrammar, out: &mut [u32]) {
     let fsm = grammar.fsm();
     let tokens = grammar.vocabulary().token_mask();
-    for it in parser.current_items() {
-        if !fsm.reads_token(it.state) {
-            continue;
-        }
-        for &(lo, hi) in fsm.token_ids(it.state) {
+    parser.for_each_token_state(|state| {
+        for &(lo, hi) in fsm.token_ids(state) {
             set_range(out, tokens, lo, hi);
         }
-    }
+    });
 }
 
 /// Sets the bits `lo..=hi` of `out` that are set in `allowed`.

@@ -1,7 +1,8 @@
 //! Layer 7: [`GrammarMatcher`], the per-request state a serving engine drives every step.
 //!
-//! The matcher owns an Earley [`Parser`] and a stack of the byte lengths of the tokens it
-//! accepted, so `rollback(n)` is a truncation of the parser's item sets. Masks come from the
+//! The matcher owns an Earley [`Parser`] or a PDA (`crate::pda`, when the grammar was compiled
+//! for it) and a stack of the byte lengths of the tokens it accepted, so `rollback(n)` is a
+//! truncation of the parser's item sets or threads. Masks come from the
 //! token-mask cache (`mask.rs`, see [`crate::cache`]); [`oracle`] keeps the exact reference every
 //! fast path is checked against.
 //!
@@ -29,6 +30,7 @@
 //! else as a plain end of generation.
 
 mod batch;
+mod engine;
 mod jump_forward;
 mod mask;
 pub mod oracle;
@@ -45,17 +47,12 @@ use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
 use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
-
-/// Whether some item of the parser's current set can read a token by id.
-fn reads_token(parser: &Parser) -> bool {
-    let fsm = parser.fsm();
-    parser.current_items().iter().any(|it| fsm.reads_token(it.state))
-}
+use engine::Engine;
 
 /// Accepts stop token `id` if it is allowed (see the module docs); returns the bytes read (its
 /// sentinel, or nothing), or `None`, leaving the parser unchanged, when it is not allowed.
-fn accept_stop(parser: &mut Parser, vocab: &Vocabulary, id: u32) -> Option<u32> {
-    if vocab.is_token(id) && reads_token(parser) {
+fn accept_stop(parser: &mut Engine, vocab: &Vocabulary, id: u32) -> Option<u32> {
+    if vocab.is_token(id) && parser.reads_token() {
         let n = parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
         if n == Sentinel::LEN && parser.is_accepting() {
             return Some(n as u32);
@@ -66,7 +63,7 @@ fn accept_stop(parser: &mut Parser, vocab: &Vocabulary, id: u32) -> Option<u32> 
 }
 
 /// Whether stop token `id` is allowed now; the parser is unchanged.
-fn stop_allowed(parser: &mut Parser, vocab: &Vocabulary, id: u32) -> bool {
+fn stop_allowed(parser: &mut Engine, vocab: &Vocabulary, id: u32) -> bool {
     let read = accept_stop(parser, vocab, id);
     parser.pop_bytes(read.unwrap_or(0) as usize);
     read.is_some()
@@ -235,7 +232,8 @@ impl Step {
 #[derive(Clone, Debug)]
 pub struct GrammarMatcher {
     grammar: CompiledGrammar,
-    parser: Parser,
+    /// The Earley parser or the PDA, as the grammar says ([`CompiledGrammar::parser`]).
+    parser: Engine,
     steps: Vec<Step>,
     /// Steps dropped from `steps` because no rollback can reach them (a rollback limit is set).
     forgotten_steps: usize,
@@ -263,7 +261,7 @@ impl GrammarMatcher {
         };
         GrammarMatcher {
             grammar: grammar.clone(),
-            parser: Parser::new(grammar.fsm().clone()),
+            parser: Engine::new(grammar),
             steps: Vec::new(),
             forgotten_steps: 0,
             next_compaction: COMPACTION_SLACK,
@@ -317,7 +315,7 @@ impl GrammarMatcher {
                 None => false,
             });
         }
-        if vocab.is_token(id) && reads_token(&self.parser) {
+        if vocab.is_token(id) && self.parser.reads_token() {
             let n = self.parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
             if n == Sentinel::LEN {
                 self.push_step(Step::Bytes(n as u32));
@@ -432,7 +430,15 @@ impl GrammarMatcher {
         // boundary, it poisons this matcher instead of unwinding into the serving loop.
         let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if exact {
-                oracle::fill_exact_mask(&mut self.parser, &vocab, out);
+                match &mut self.parser {
+                    Engine::Earley(parser) => oracle::fill_exact_mask(parser, &vocab, out),
+                    // The oracle is the Earley parser's, the reference the PDA is checked against.
+                    Engine::Pda(pda) => {
+                        let mut parser = Parser::new(pda.fsm().clone());
+                        parser.advance_bytes(pda.bytes());
+                        oracle::fill_exact_mask(&mut parser, &vocab, out);
+                    }
+                }
             } else {
                 mask::fill_cached_mask(&mut self.parser, &self.grammar, &mut self.scratch, out);
             }
@@ -503,7 +509,7 @@ impl GrammarMatcher {
     /// Returns to the initial state.
     pub fn reset(&mut self) {
         // A compacted chart cannot be popped to the start: begin again.
-        self.parser = Parser::new(self.grammar.fsm().clone());
+        self.parser = Engine::new(&self.grammar);
         self.steps.clear();
         self.forgotten_steps = 0;
         self.next_compaction = COMPACTION_SLACK;
@@ -511,8 +517,19 @@ impl GrammarMatcher {
         self.poisoned = false;
     }
 
-    /// The parser (for tests and the mask cache).
-    pub fn parser(&self) -> &Parser {
-        &self.parser
+    /// The Earley parser, when the matcher runs one (for tests); `None` for the PDA.
+    pub fn parser(&self) -> Option<&Parser> {
+        self.parser.earley()
+    }
+
+    /// Bytes the matcher's parser holds: those a rollback can still undo, once compacted.
+    pub fn parser_byte_len(&self) -> usize {
+        self.parser.byte_len()
+    }
+
+    /// Whether the matcher runs the PDA now: its grammar asks for it ([`CompiledGrammar::parser`])
+    /// and no ambiguity made it hand over to the Earley parser.
+    pub fn runs_pda(&self) -> bool {
+        matches!(self.parser, Engine::Pda(_))
     }
 }

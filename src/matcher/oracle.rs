@@ -1,4 +1,5 @@
-//! The exact mask: every token's bytes are run through the Earley parser.
+//! The exact mask: every token's bytes are run through the Earley parser (also for a matcher
+//! that runs the PDA: the oracle is the reference the PDA is checked against).
 //!
 //! This is the reference every fast path (mask cache, shared pool, repetition compression,
 //! TagDispatch) is checked against, bit for bit, so it stays deliberately simple. The one
@@ -6,6 +7,7 @@
 //! tokens the parser rolls back only to their common prefix. Once a prefix is rejected, every
 //! following token with that prefix is skipped without touching the parser.
 
+use super::engine::Engine;
 use crate::earley::Parser;
 use crate::tokenizer::{common_prefix_len, Vocabulary};
 use crate::util::id::TokenId;
@@ -34,8 +36,12 @@ pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32])
 /// prefixes between consecutive ones, and sets the bits of those it accepts. Tokens whose bit
 /// is already set are skipped. The parser is restored on return. Used by the oracle over the
 /// whole vocabulary and by the cached mask over its uncertain tokens.
-pub(crate) fn walk_tokens(parser: &mut Parser, vocab: &Vocabulary, ids: impl Iterator<Item = u32>, out: &mut [u32]) {
-    let base = parser.byte_len();
+pub(crate) fn walk_tokens<P: ByteParser>(
+    parser: &mut P,
+    vocab: &Vocabulary,
+    ids: impl Iterator<Item = u32>,
+    out: &mut [u32],
+) {
     // The last walked token, the bytes of it the parser holds, and the length of a prefix of it
     // known to fail.
     let mut prev: &[u8] = &[];
@@ -71,5 +77,34 @@ pub(crate) fn walk_tokens(parser: &mut Parser, vocab: &Vocabulary, ids: impl Ite
         }
         prev = bytes;
     }
-    parser.truncate_bytes(base);
+    // Popped by count, not truncated to a length: a PDA that hands over to Earley mid-walk
+    // (see `engine`) may number its positions differently, but holds the same bytes.
+    parser.pop_bytes(held);
+}
+
+/// What [`walk_tokens`] needs of a parser: statically dispatched, for the Earley parser (the
+/// oracle) and for a matcher's [`Engine`] (the cached mask's uncertain tokens).
+pub(crate) trait ByteParser {
+    /// Consumes bytes until one is rejected; returns how many were consumed.
+    fn advance_bytes(&mut self, bytes: &[u8]) -> usize;
+    /// Undoes the last `n` consumed bytes.
+    fn pop_bytes(&mut self, n: usize);
+}
+
+impl ByteParser for Parser {
+    fn advance_bytes(&mut self, bytes: &[u8]) -> usize {
+        Parser::advance_bytes(self, bytes)
+    }
+    fn pop_bytes(&mut self, n: usize) {
+        Parser::pop_bytes(self, n)
+    }
+}
+
+impl ByteParser for Engine {
+    fn advance_bytes(&mut self, bytes: &[u8]) -> usize {
+        Engine::advance_bytes(self, bytes)
+    }
+    fn pop_bytes(&mut self, n: usize) {
+        Engine::pop_bytes(self, n)
+    }
 }

@@ -13,11 +13,10 @@
 //! has already seen; it stops after a fixed number of parser steps, so its cost is bounded
 //! (tens of microseconds) whatever the grammar.
 
-use super::mask::item_slot;
+use super::engine::{Engine, StateUse};
 use super::GrammarMatcher;
 use crate::cache::EntrySlot;
 use crate::compiled::CompiledGrammar;
-use crate::earley::Parser;
 use crate::fsm::GrammarFsm;
 use crate::util::hash::FastSet;
 
@@ -130,20 +129,21 @@ struct Explorer<'a> {
 }
 
 impl Explorer<'_> {
-    fn visit(&mut self, parser: &mut Parser, depth: usize, max_depth: usize) {
+    fn visit(&mut self, parser: &mut Engine, depth: usize, max_depth: usize) {
         let mut entries: Vec<usize> = Vec::new();
-        for it in parser.current_items() {
-            if let Some(sb) = item_slot(self.fsm, it) {
-                entries.push(sb.slot.index());
-                self.found.push((depth, sb.slot));
-            }
-        }
+        let mut states = Vec::new();
+        parser.for_each_scannable(|StateUse { state, below_min, .. }| {
+            let slot = EntrySlot { state, below_min };
+            entries.push(slot.index());
+            states.push(state);
+            self.found.push((depth, slot));
+        });
         entries.sort_unstable();
         entries.dedup();
         if depth == max_depth || !self.seen_sets.insert(entries) {
             return;
         }
-        for b in byte_class_representatives(parser, self.fsm) {
+        for b in byte_class_representatives(&states, self.fsm) {
             if self.budget == 0 {
                 return;
             }
@@ -158,17 +158,17 @@ impl Explorer<'_> {
 
 /// One byte of each class of bytes that every item of the current set reads alike (the same
 /// edges): the byte-range boundaries of their edges cut 0..=255 into such classes.
-fn byte_class_representatives(parser: &Parser, fsm: &GrammarFsm) -> Vec<u8> {
+fn byte_class_representatives(states: &[crate::fsm::StateId], fsm: &GrammarFsm) -> Vec<u8> {
     let mut cuts: Vec<u16> = Vec::new();
-    for it in parser.current_items() {
-        for e in fsm.byte_edges(it.state) {
+    for &state in states {
+        for e in fsm.byte_edges(state) {
             cuts.push(e.lo as u16);
             cuts.push(e.hi as u16 + 1);
         }
     }
     cuts.sort_unstable();
     cuts.dedup();
-    let allowed = parser.next_bytes();
+    let allowed = fsm.next_bytes(states.iter().copied());
     cuts.iter()
         .filter(|&&c| c < 256)
         .map(|&c| c as u8)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use maskforge::load_tokenizer;
 
 use crate::output::{outln, Failure};
-use maskforge::{CompilerConfig, GrammarCompiler};
+use maskforge::{CompilerConfig, GrammarCompiler, Parser};
 use maskforge_bench::maskbench::{run_file, summarize, FileResult, MaskBenchConfig};
 
 #[derive(clap::Args)]
@@ -56,6 +56,19 @@ pub struct MaskbenchArgs {
     /// How many bytes ahead a prefetch looks (with `--forward-us`).
     #[arg(long, default_value_t = 8)]
     prefetch_bytes: usize,
+    /// The parser matchers run: `auto`, `earley` or `pda` (files the PDA does not serve are
+    /// compile errors with `pda`).
+    #[arg(long, default_value = "auto")]
+    parser: String,
+}
+
+fn parser(name: &str) -> Result<Parser, String> {
+    match name {
+        "auto" => Ok(Parser::Auto),
+        "earley" => Ok(Parser::Earley),
+        "pda" => Ok(Parser::Pda),
+        other => Err(format!("--parser takes auto, earley or pda, not `{other}`")),
+    }
 }
 
 fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -87,7 +100,8 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
     crate::source::size_thread_pool(args.threads);
     let mode = crate::source::cache_mode(&args.mode)?;
     let (vocab, encoder) = load_tokenizer(&args.tokenizer).map_err(|e| e.to_string())?;
-    let config = crate::source::with_cache_dir(CompilerConfig::default().cache_mode(mode), args.cache_dir.as_ref());
+    let config = CompilerConfig::default().cache_mode(mode).parser(parser(&args.parser)?);
+    let config = crate::source::with_cache_dir(config, args.cache_dir.as_ref());
     let compiler = GrammarCompiler::new(vocab, config);
     let mut config = MaskBenchConfig {
         limit: Duration::from_secs_f64(args.limit_s),

@@ -1,0 +1,353 @@
+//! Layer 4: the frozen rule automata run as a pushdown automaton (XGrammar §3.3), beside the
+//! Earley parser, for grammars that need no more (see [`check_servable`]).
+//!
+//! A *thread* is (current state, stack), the stack being the return states of the rules it is
+//! inside, innermost first. The threads alive after a byte are all the ways the grammar can be
+//! read so far; a deterministic grammar keeps a handful (one per rule a value may start, until
+//! its first byte decides). Per byte:
+//!
+//! * **scan**: a thread whose state has a byte edge covering the byte moves along it (the stack
+//!   is shared, not copied);
+//! * **push**: a thread at a state with a rule edge to `B` (return state `t`) adds the thread
+//!   (start of `B`, stack + `t`);
+//! * **pop**: a thread at a final state of its rule continues at the top return state with the
+//!   rest of the stack; with an empty stack (the root rule) the position is accepting.
+//!
+//! Push and pop run to a fixpoint after every scan (the *closure*); only threads that can read a
+//! byte are kept. The closure terminates because pushes without reading a byte follow the
+//! grammar's left-call graph, which [`check_servable`] requires to be acyclic, and threads are
+//! deduplicated.
+//!
+//! # The persistent stack
+//!
+//! Stacks are nodes of one tree (`Frame`: a return state and the parent frame), hash-consed:
+//! the same (return state, parent) is always the same frame, so parallel threads share their
+//! common stack bottom, two threads with equal stacks have the same frame id, and a stack that
+//! recurs (every element of a flat array pushes the same frame) costs nothing new. A byte adds
+//! only the frames its pushes create; rolling back `n` bytes truncates the threads and the
+//! frames to what they were (frames are numbered in creation order), so neither a step nor a
+//! rollback copies a stack.
+//!
+//! # Parallel threads are bounded
+//!
+//! Ambiguity can make the threads of a position grow with the input (the same bytes read as
+//! several nestings). Past [`MAX_THREADS`] threads at a position the byte is refused and
+//! [`Pda::overflowed`] is set: the caller then replays [`Pda::bytes`] into an Earley parser,
+//! which serves every grammar in time polynomial in the input. The PDA never answers wrong;
+//! it only hands over.
+
+mod eligible;
+
+use std::sync::Arc;
+
+pub use eligible::{check_servable, PdaError};
+
+use crate::fsm::{GrammarFsm, StateId};
+use crate::util::hash::FastMap;
+use crate::util::small_set::SmallSet;
+
+/// Threads one position may hold before the PDA hands over to the Earley parser. A grammar the
+/// PDA serves well keeps a few; hundreds mean ambiguity the Earley chart handles better.
+pub const MAX_THREADS: usize = 256;
+
+/// The id of the empty stack.
+const EMPTY: u32 = u32::MAX;
+
+/// A stack element: the state to return to when the rule above it ends, and the frame below.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Frame {
+    ret: StateId,
+    parent: u32,
+}
+
+/// One way of reading the input: the current state and the id of its stack's top frame.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Thread {
+    state: StateId,
+    stack: u32,
+}
+
+/// A pushdown automaton over a [`GrammarFsm`], one position per consumed byte.
+#[derive(Clone, Debug)]
+pub struct Pda {
+    fsm: Arc<GrammarFsm>,
+    /// The frame tree, in creation order.
+    frames: Vec<Frame>,
+    /// Hash-consing of `frames`.
+    frame_ids: FastMap<Frame, u32>,
+    /// The scannable threads of every position, in one vector with row starts.
+    threads: Vec<Thread>,
+    thread_starts: Vec<u32>,
+    /// `frames.len()` after each position: what a rollback truncates to.
+    frame_lens: Vec<u32>,
+    accepting: Vec<bool>,
+    /// Every byte consumed since the start (kept through [`Pda::compact`], for a hand-over).
+    bytes: Vec<u8>,
+    /// Whether the last byte was refused for too many threads.
+    overflowed: bool,
+    // Scratch of the closure.
+    seen: SmallSet<Thread>,
+    work: Vec<Thread>,
+}
+
+impl Pda {
+    /// A PDA at the start of the root rule. The grammar must pass [`check_servable`] (the
+    /// closure may not terminate on left recursion).
+    pub fn new(fsm: Arc<GrammarFsm>) -> Self {
+        let start = fsm.rule(fsm.root()).start;
+        let mut pda = Pda {
+            fsm,
+            frames: Vec::new(),
+            frame_ids: FastMap::default(),
+            threads: Vec::new(),
+            thread_starts: Vec::new(),
+            frame_lens: Vec::new(),
+            accepting: Vec::new(),
+            bytes: Vec::new(),
+            overflowed: false,
+            seen: SmallSet::default(),
+            work: vec![Thread { state: start, stack: EMPTY }],
+        };
+        pda.open_position();
+        // The first position of a servable grammar is small; should it overflow all the same,
+        // it keeps what it found (a caller checks `overflowed` and hands over to Earley).
+        if !pda.close_position() {
+            pda.overflowed = true;
+        }
+        pda.frame_lens.push(pda.frames.len() as u32);
+        pda
+    }
+
+    /// The automata this PDA runs on.
+    pub fn fsm(&self) -> &Arc<GrammarFsm> {
+        &self.fsm
+    }
+
+    /// The number of positions kept, minus one: the bytes that can be popped (all consumed
+    /// bytes until [`Pda::compact`]).
+    #[inline]
+    pub fn byte_len(&self) -> usize {
+        self.thread_starts.len() - 1
+    }
+
+    /// Every byte consumed since the start, including those [`Pda::compact`] dropped.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Whether the last byte was refused because the threads exceeded [`MAX_THREADS`] (not
+    /// because the grammar rejects it). The state is that before the byte.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// Whether the input so far is a complete match of the root rule.
+    #[inline]
+    pub fn is_accepting(&self) -> bool {
+        *self.accepting.last().expect("a PDA always has a position")
+    }
+
+    /// The states of the current threads that can read a byte (with repeats when threads
+    /// differ only in their stacks).
+    pub fn current_states(&self) -> impl Iterator<Item = StateId> + '_ {
+        self.current_threads().iter().map(|t| t.state)
+    }
+
+    /// How many threads the current position holds.
+    pub fn thread_count(&self) -> usize {
+        self.current_threads().len()
+    }
+
+    fn current_threads(&self) -> &[Thread] {
+        &self.threads[*self.thread_starts.last().unwrap() as usize..]
+    }
+
+    /// Consumes one byte. Returns `false`, leaving the state unchanged, when no thread can read
+    /// it or when the threads would exceed [`MAX_THREADS`] ([`Pda::overflowed`] says which).
+    pub fn advance_byte(&mut self, b: u8) -> bool {
+        self.overflowed = false;
+        self.work.clear();
+        let cur = *self.thread_starts.last().unwrap() as usize;
+        for i in cur..self.threads.len() {
+            let t = self.threads[i];
+            for e in self.fsm.byte_edges(t.state) {
+                if e.lo <= b && b <= e.hi {
+                    self.work.push(Thread { state: e.target, stack: t.stack });
+                } else if e.lo > b {
+                    break;
+                }
+            }
+        }
+        if self.work.is_empty() {
+            return false;
+        }
+        let frames_before = self.frames.len();
+        self.open_position();
+        if !self.close_position() {
+            let start = self.thread_starts.pop().unwrap() as usize;
+            self.threads.truncate(start);
+            self.accepting.pop();
+            self.truncate_frames(frames_before);
+            self.overflowed = true;
+            return false;
+        }
+        self.frame_lens.push(self.frames.len() as u32);
+        self.bytes.push(b);
+        true
+    }
+
+    /// Consumes bytes until one is refused; returns how many were consumed.
+    pub fn advance_bytes(&mut self, bytes: &[u8]) -> usize {
+        bytes.iter().position(|&b| !self.advance_byte(b)).unwrap_or(bytes.len())
+    }
+
+    /// Undoes the last `n` consumed bytes.
+    ///
+    /// # Panics
+    /// When `n` exceeds [`Pda::byte_len`].
+    pub fn pop_bytes(&mut self, n: usize) {
+        assert!(n <= self.byte_len(), "cannot pop {n} bytes from a PDA holding {}", self.byte_len());
+        if n == 0 {
+            return;
+        }
+        let keep = self.thread_starts.len() - n;
+        self.threads.truncate(self.thread_starts[keep] as usize);
+        self.thread_starts.truncate(keep);
+        self.accepting.truncate(keep);
+        self.frame_lens.truncate(keep);
+        self.truncate_frames(*self.frame_lens.last().unwrap() as usize);
+        self.bytes.truncate(self.bytes.len() - n);
+        self.overflowed = false;
+    }
+
+    /// The set of bytes some thread can read, as a 256-bit set.
+    pub fn next_bytes(&self) -> [u64; 4] {
+        self.fsm.next_bytes(self.current_states())
+    }
+
+    /// Forgets the positions older than the newest `keep` bytes: afterwards at most `keep`
+    /// bytes can be popped. Frames stay (they are shared by the stacks of every position, and
+    /// hash-consing keeps them as few as the distinct stacks seen); the consumed bytes stay for
+    /// a hand-over to Earley. Returns how many positions were dropped.
+    pub fn compact(&mut self, keep: usize) -> usize {
+        let len = self.byte_len();
+        if keep >= len {
+            return 0;
+        }
+        let drop = len - keep;
+        let first = self.thread_starts[drop];
+        self.threads.drain(..first as usize);
+        self.thread_starts.drain(..drop);
+        for s in &mut self.thread_starts {
+            *s -= first;
+        }
+        self.accepting.drain(..drop);
+        self.frame_lens.drain(..drop);
+        drop
+    }
+
+    fn open_position(&mut self) {
+        self.thread_starts.push(self.threads.len() as u32);
+        self.accepting.push(false);
+    }
+
+    /// Runs push and pop to a fixpoint from the threads in `work`, keeping the scannable ones
+    /// in the open position. Returns `false` when they exceed [`MAX_THREADS`].
+    fn close_position(&mut self) -> bool {
+        let Pda { fsm, frames, frame_ids, threads, thread_starts, accepting, seen, work, .. } = self;
+        seen.clear();
+        let start = *thread_starts.last().unwrap() as usize;
+        while let Some(t) = work.pop() {
+            if !seen.insert(t) {
+                continue;
+            }
+            if !fsm.byte_edges(t.state).is_empty() {
+                if threads.len() - start == MAX_THREADS {
+                    return false;
+                }
+                threads.push(t);
+            }
+            if fsm.is_final(t.state) {
+                if t.stack == EMPTY {
+                    // Only the root's threads have an empty stack.
+                    *accepting.last_mut().unwrap() = true;
+                } else {
+                    let f = frames[t.stack as usize];
+                    work.push(Thread { state: f.ret, stack: f.parent });
+                }
+            }
+            for e in fsm.rule_edges(t.state) {
+                let stack = intern(frames, frame_ids, Frame { ret: e.target, parent: t.stack });
+                work.push(Thread { state: fsm.rule(e.rule).start, stack });
+            }
+        }
+        true
+    }
+
+    /// Drops the frames created after the first `len`.
+    fn truncate_frames(&mut self, len: usize) {
+        for f in &self.frames[len..] {
+            self.frame_ids.remove(f);
+        }
+        self.frames.truncate(len);
+    }
+}
+
+/// The id of frame `f`, created if new (hash-consing).
+fn intern(frames: &mut Vec<Frame>, ids: &mut FastMap<Frame, u32>, f: Frame) -> u32 {
+    let next = frames.len() as u32;
+    let id = *ids.entry(f).or_insert(next);
+    if id == next {
+        frames.push(f);
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pda(ebnf: &str) -> Pda {
+        let g = crate::parse_ebnf(ebnf, "root").unwrap();
+        let fsm = GrammarFsm::new(&g).unwrap();
+        check_servable(&fsm).unwrap();
+        Pda::new(Arc::new(fsm))
+    }
+
+    #[test]
+    fn reads_nesting_rolls_back_and_accepts() {
+        let mut p = pda(r#"root ::= "a" root "b" | "" "#);
+        assert!(p.is_accepting());
+        assert!(p.advance_bytes(b"aab") == 3 && !p.is_accepting());
+        assert!(p.advance_byte(b'b') && p.is_accepting());
+        assert!(!p.advance_byte(b'b') && !p.overflowed());
+        p.pop_bytes(2);
+        assert_eq!((p.byte_len(), p.bytes()), (2, &b"aa"[..]));
+        assert!(!p.is_accepting() && p.advance_bytes(b"bb") == 2 && p.is_accepting());
+    }
+
+    #[test]
+    fn recurring_stacks_share_frames_and_rollback_drops_new_ones() {
+        let mut p = pda(r#"root ::= "[" (item ("," item)*)? "]"
+            item ::= "x" | "[" "y" "]""#);
+        p.advance_bytes(b"[x,x,x");
+        let frames = p.frames.len();
+        assert!(p.advance_bytes(b",x,x") == 4 && p.frames.len() == frames, "a flat list reuses its frames");
+        p.pop_bytes(10);
+        assert_eq!((p.byte_len(), p.frames.len()), (0, *p.frame_lens.first().unwrap() as usize));
+        assert!(p.advance_bytes(b"[x,[y]]") == 7 && p.is_accepting());
+    }
+
+    #[test]
+    fn ambiguity_beyond_the_bound_overflows_without_changing_the_state() {
+        // Every "a" may open or continue a rule: the threads grow with the input.
+        let mut p = pda(r#"root ::= x "b"
+            x ::= "a" x | "a" y | ""
+            y ::= "a" x "c" | """#);
+        let mut read = 0;
+        while p.advance_byte(b'a') {
+            read += 1;
+        }
+        assert!(p.overflowed() && p.byte_len() == read && read > 0, "read {read}");
+    }
+}
