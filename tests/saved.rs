@@ -145,7 +145,7 @@ fn another_version_or_magic_is_a_typed_error() {
     bytes[8..12].copy_from_slice(&(SAVED_FORMAT_VERSION + 1).to_le_bytes());
     let err = CompiledGrammar::deserialize(&bytes, &vocab).unwrap_err();
     assert_eq!(err, LoadError::Version { found: SAVED_FORMAT_VERSION + 1, expected: SAVED_FORMAT_VERSION });
-    assert_eq!(err.to_string(), "saved grammar format version 2, this build reads version 1");
+    assert_eq!(err.to_string(), "saved grammar format version 3, this build reads version 2");
     let err = CompiledGrammar::deserialize(b"{\"type\": \"object\"} and more text than a header", &vocab).unwrap_err();
     assert_eq!(err, LoadError::NotSaved);
 }

@@ -4,7 +4,7 @@
 //! the front-end and the automaton construction, and brings back the token-mask cache entries
 //! built so far.
 //!
-//! # Format (version 1)
+//! # Format (version 2: rules carry their attributes)
 //!
 //! A 36-byte header, all integers little-endian, then the payload:
 //!
@@ -54,7 +54,7 @@ use crate::tokenizer::Vocabulary;
 /// The first bytes of every saved grammar.
 pub const MAGIC: [u8; 8] = *b"MASKFRG\0";
 /// The version of the format written by this build; reading accepts exactly this version.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 36;
 

@@ -124,7 +124,7 @@ pub(crate) fn run(
                 first_invalid = Some(GrammarError::InvalidRepeat { rule: name.clone(), min, max });
             }
         }
-        out.push(Rule { name, body, lookahead: None });
+        out.push(Rule { name, body, lookahead: None, attrs: Default::default() });
     }
     ref_start.push(walk.refs.len());
     if let Some(e) = first_invalid {
