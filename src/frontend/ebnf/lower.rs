@@ -54,7 +54,9 @@ pub(super) fn lower(text: &str, ast: Ast<'_>, root: &str) -> Result<Grammar, Ebn
     }
     b.build(root).map_err(|error| {
         let name = match &error {
-            GrammarError::EmptyLanguage { name } | GrammarError::InvalidRepeat { rule: name, .. } => Some(name),
+            GrammarError::EmptyLanguage { name }
+            | GrammarError::InvalidRepeat { rule: name, .. }
+            | GrammarError::InvalidTagDispatch { rule: name, .. } => Some(name),
             _ => None,
         };
         let span =

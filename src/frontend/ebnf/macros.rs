@@ -221,12 +221,9 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        if let Some(trigger) = t.triggers.iter().find(|trigger| t.excludes.contains(trigger)) {
-            let shown = match trigger {
-                Trigger::Text(b) => format!("\"{}\"", String::from_utf8_lossy(b).escape_default()),
-                Trigger::Token(id) => format!("token {id}"),
-            };
-            return Err(self.error(args.span, format!("the trigger {shown} of `{name}` is also in its excludes")));
+        // The IR's normalization refuses it too; here the error points at the macro.
+        if let Some(reason) = t.malformed() {
+            return Err(self.error(args.span, format!("`{name}`: {reason}")));
         }
         Ok(Expr::TagDispatch(Box::new(t)))
     }
