@@ -27,7 +27,12 @@ use crate::grammar::{GrammarError, RuleAttrs};
 use crate::util::hash::FastMap;
 
 /// `fsm` (rule `rule`'s automaton) restricted by `attrs`; `max_states` bounds the result.
-pub(super) fn restrict(fsm: &FlatFsm, attrs: &RuleAttrs, rule: &str, max_states: usize) -> Result<FlatFsm, GrammarError> {
+pub(super) fn restrict(
+    fsm: &FlatFsm,
+    attrs: &RuleAttrs,
+    rule: &str,
+    max_states: usize,
+) -> Result<FlatFsm, GrammarError> {
     let attribute = if attrs.lazy { "lazy" } else { "max_chars" };
     let unsupported = |reason: &str| GrammarError::UnsupportedAttribute {
         rule: rule.to_string(),

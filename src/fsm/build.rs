@@ -15,6 +15,7 @@
 //!   tokens like `",` or `"}` readable inside one automaton. Rules only reached through inlined
 //!   references get no automaton of their own.
 
+use super::attrs;
 use super::class::ClassLowering;
 use super::determinize::optimize;
 use super::flat::FlatFsm;
@@ -22,7 +23,6 @@ use super::nfa::Nfa;
 use super::rule_cache::RuleFsmCache;
 use super::{tag_dispatch, token, ByteEdge, FsmRule, FsmRuleId, GrammarFsm, Label, RuleEdge, RuleKind, StateId};
 use crate::grammar::{Expr, Grammar, GrammarError, Rule, TagDispatch};
-use super::attrs;
 use crate::util::scc::strongly_connected_components;
 use crate::util::sentinel::Sentinel;
 use std::borrow::Cow;

@@ -33,8 +33,8 @@ use std::collections::HashSet;
 
 use super::lexer::{Token, TokenKind};
 use super::parser::{Parser, MAX_NESTING};
-use crate::frontend::{Span, SyntaxError};
 use crate::frontend::json_schema::json_char;
+use crate::frontend::{Span, SyntaxError};
 use crate::grammar::{CharClass, Expr, TagDispatch, TokenSet, Trigger};
 use crate::util::sentinel::Sentinel;
 
