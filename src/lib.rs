@@ -119,8 +119,8 @@ pub use frontend::structural_tag::{
 pub use frontend::{Position, Span, SyntaxError};
 pub use fsm::{FsmLimits, RuleFsmCacheStats};
 pub use grammar::{
-    CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleId, TagDispatch, TokenSet,
-    Trigger,
+    CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleAttrs, RuleId,
+    TagDispatch, TokenSet, Trigger,
 };
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
 pub use pda::PdaError;

@@ -4,7 +4,7 @@
 //! the front-end and the automaton construction, and brings back the token-mask cache entries
 //! built so far.
 //!
-//! # Format (version 2)
+//! # Format (version 2: rules carry their attributes, the grammar its parser)
 //!
 //! A 36-byte header, all integers little-endian, then the payload:
 //!

@@ -511,7 +511,6 @@ fn resolve_parser(asked: Parser, fsm: &crate::fsm::GrammarFsm) -> Result<Parser,
             Ok(Parser::Pda)
         }
     }
-    }
 }
 
 /// The message of a caught panic (its `&str` or `String` payload).

@@ -100,6 +100,7 @@ pub(super) fn apply(grammar: Grammar, texts: &SpecialTexts, allow_text: bool) ->
             name: rule.name.clone(),
             body: body.unwrap_or_else(|| rule.body.clone()),
             lookahead: rule.lookahead.clone(),
+            attrs: rule.attrs.clone(),
         })
         .collect();
     Ok(Grammar::from_parts(rules, grammar.root()))

@@ -172,18 +172,51 @@ const LAST_CASED: u32 = 0x1E944;
 
 /// `ranges` with every character's simple lower- and uppercase forms added: the characters
 /// that match one of `ranges` when case is ignored.
+///
+/// Walking every code point of a class (up to ~125k for `[^a]`) with `to_lowercase` was the
+/// cost of a case-insensitive pattern. ASCII-only classes are folded arithmetically; others
+/// look up the characters of each range in [`case_pairs`], the table of every character whose
+/// simple case forms differ from it, built once. Both give what the walk gave (a property
+/// test checks it against the walk).
 fn fold_case(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
     let mut out = ranges.to_vec();
-    for &(lo, hi) in ranges {
-        for c in (lo..=hi.min(LAST_CASED)).filter_map(char::from_u32) {
-            for other in [single(c.to_lowercase()), single(c.to_uppercase())].into_iter().flatten() {
-                if other != c {
-                    out.push((other as u32, other as u32));
+    if ranges.iter().all(|&(_, hi)| hi < 0x80) {
+        // In ASCII the only case pairs are the letters, 32 apart.
+        for &(lo, hi) in ranges {
+            for (from, to, shift) in
+                [(u32::from(b'a'), u32::from(b'z'), -32i64), (u32::from(b'A'), u32::from(b'Z'), 32)]
+            {
+                let (l, h) = (lo.max(from), hi.min(to));
+                if l <= h {
+                    out.push(((i64::from(l) + shift) as u32, (i64::from(h) + shift) as u32));
                 }
             }
         }
+        return canonical(out);
+    }
+    let pairs = case_pairs();
+    for &(lo, hi) in ranges {
+        let first = pairs.partition_point(|&(c, _)| c < lo);
+        out.extend(pairs[first..].iter().take_while(|&&(c, _)| c <= hi).map(|&(_, other)| (other, other)));
     }
     canonical(out)
+}
+
+/// Every `(c, other)` where `other` is the single-character lower- or uppercase form of `c`
+/// and differs from it, sorted by `c`: about 2,800 pairs below [`LAST_CASED`].
+fn case_pairs() -> &'static [(u32, u32)] {
+    static PAIRS: std::sync::OnceLock<Vec<(u32, u32)>> = std::sync::OnceLock::new();
+    PAIRS.get_or_init(|| {
+        let mut pairs = Vec::new();
+        for c in (0..=LAST_CASED).filter_map(char::from_u32) {
+            for other in [single(c.to_lowercase()), single(c.to_uppercase())].into_iter().flatten() {
+                if other != c {
+                    pairs.push((c as u32, other as u32));
+                }
+            }
+        }
+        pairs
+    })
 }
 
 /// The only character of a case mapping, when it maps to one (`ß` uppercases to `SS`).
@@ -867,6 +900,48 @@ fn lower(n: &Node, pattern: &str, class: &mut dyn FnMut(&CharClass) -> Expr) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `fold_case` as it was written first: every code point of every range, one at a time.
+    fn fold_case_by_walking(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+        let mut out = ranges.to_vec();
+        for &(lo, hi) in ranges {
+            for c in (lo..=hi.min(LAST_CASED)).filter_map(char::from_u32) {
+                for other in [single(c.to_lowercase()), single(c.to_uppercase())].into_iter().flatten() {
+                    if other != c {
+                        out.push((other as u32, other as u32));
+                    }
+                }
+            }
+        }
+        canonical(out)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn fold_case_equals_the_walk(
+            raw in proptest::collection::vec((0u32..0x80, 0u32..0x80), 1..4),
+            wide in proptest::collection::vec((0u32..0x2000, 0u32..0x300), 0..3),
+            far in proptest::option::of((0u32..0x11_0000, 0u32..0x2_0000)),
+        ) {
+            // ASCII-only sets (the arithmetic path) and sets reaching further (the table).
+            let ascii: Vec<(u32, u32)> = raw.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
+            let mut mixed = ascii.clone();
+            mixed.extend(wide.iter().map(|&(lo, len)| (lo, lo + len)));
+            mixed.extend(far.map(|(lo, len)| (lo, (lo + len).min(MAX_CODE_POINT))));
+            for ranges in [canonical(ascii), canonical(mixed)] {
+                proptest::prop_assert_eq!(fold_case(&ranges), fold_case_by_walking(&ranges), "{:?}", ranges);
+            }
+        }
+    }
+
+    #[test]
+    fn fold_case_of_every_code_point_equals_the_walk() {
+        let all = [(0, MAX_CODE_POINT)];
+        assert_eq!(fold_case(&all), fold_case_by_walking(&all));
+        let not_a = canonical(vec![(0, 0x60), (0x62, MAX_CODE_POINT)]);
+        assert_eq!(fold_case(&not_a), fold_case_by_walking(&not_a));
+    }
 
     fn cls(lo: char, hi: char) -> Expr {
         Expr::class([(lo as u32, hi as u32)], false)

@@ -15,13 +15,14 @@
 //!   tokens like `",` or `"}` readable inside one automaton. Rules only reached through inlined
 //!   references get no automaton of their own.
 
+use super::attrs;
 use super::class::ClassLowering;
 use super::determinize::optimize;
 use super::flat::FlatFsm;
 use super::nfa::Nfa;
 use super::rule_cache::RuleFsmCache;
 use super::{tag_dispatch, token, ByteEdge, FsmRule, FsmRuleId, GrammarFsm, Label, RuleEdge, RuleKind, StateId};
-use crate::grammar::{Expr, Grammar, GrammarError, TagDispatch};
+use crate::grammar::{Expr, Grammar, GrammarError, Rule, TagDispatch};
 use crate::util::scc::strongly_connected_components;
 use crate::util::sentinel::Sentinel;
 use std::borrow::Cow;
@@ -206,6 +207,9 @@ pub fn build_grammar_fsm_cached(
         let first_id = b.rule_ids.len() as u32;
         let mut fsm = b.rule_fsm(&body, r)?;
         b.inline_stack.clear();
+        if let Some(rule) = grammar.rules().get(r as usize).filter(|rule| !rule.attrs.is_empty()) {
+            fsm = with_attributes(fsm, rule, limits)?;
+        }
         if matches!(b.kinds[r as usize], RuleKind::Counted { .. }) {
             fsm = Arc::new(with_fresh_start(&fsm));
         }
@@ -259,6 +263,25 @@ pub fn build_grammar_fsm_cached(
         }
     }
     Ok(g)
+}
+
+/// Rule `rule`'s automaton `fsm` with its attributes enforced (`fsm/attrs.rs`); an error for
+/// `max_tokens`, which no automaton over text can enforce.
+fn with_attributes(fsm: Arc<FlatFsm>, rule: &Rule, limits: &FsmLimits) -> Result<Arc<FlatFsm>, GrammarError> {
+    if rule.attrs.max_tokens.is_some() {
+        return Err(GrammarError::UnsupportedAttribute {
+            rule: rule.name.clone(),
+            attribute: "max_tokens",
+            reason: "is not enforced: a token budget depends on how the text is tokenized".to_string(),
+        });
+    }
+    if !rule.attrs.restricts_language() {
+        return Ok(fsm);
+    }
+    // A counter product is `max_chars + 1` copies of the automaton, so it gets ten times the
+    // state budget of one subset construction.
+    let max_states = limits.max_dfa_states.saturating_mul(10);
+    Ok(Arc::new(attrs::restrict(&fsm, &rule.attrs, &rule.name, max_states)?))
 }
 
 /// Gives a counted rule's automaton a start state without incoming edges, so that "back at the
@@ -643,8 +666,10 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
         }
         for &r in &order[i..j] {
             let size = full_size[r];
+            // A rule with attributes keeps its own automaton, where they are enforced.
             inlinable[r] = limits.max_inline_states > 0
                 && !keep[r]
+                && grammar.rules()[r].attrs.is_empty()
                 && size <= limits.max_inline_states
                 && uses[r].saturating_sub(1).saturating_mul(size) <= limits.max_inline_duplication;
         }

@@ -20,6 +20,7 @@
 //! several iterations stays inside one automaton, which the mask cache can classify without
 //! consulting the context.
 
+mod attrs;
 mod build;
 mod check;
 mod class;

@@ -5,7 +5,7 @@
 //! lowering bodies (as the EBNF parser does, in order of definition) produces ids that match
 //! the source order, which keeps `print → parse` an identity.
 
-use super::{passes, Expr, Grammar, GrammarError, Rule, RuleId};
+use super::{passes, Expr, Grammar, GrammarError, Rule, RuleAttrs, RuleId};
 use std::collections::HashMap;
 
 /// Size limits for untrusted grammars. Exceeding one is a [`GrammarError::TooLarge`].
@@ -31,6 +31,8 @@ impl Default for GrammarLimits {
 pub struct GrammarBuilder {
     names: Vec<String>,
     bodies: Vec<Option<(Expr, Option<Expr>)>>,
+    /// Per declared rule, its attributes (see [`GrammarBuilder::set_attrs`]).
+    attrs: Vec<RuleAttrs>,
     // std's SipHash, not the fast hasher: rule names come from untrusted grammar text.
     by_name: HashMap<String, RuleId>,
     nodes: usize,
@@ -56,6 +58,7 @@ impl GrammarBuilder {
         let id = RuleId::new(self.names.len());
         self.names.push(name.to_string());
         self.bodies.push(None);
+        self.attrs.push(RuleAttrs::default());
         self.by_name.insert(name.to_string(), id);
         id
     }
@@ -102,6 +105,11 @@ impl GrammarBuilder {
         Ok(())
     }
 
+    /// Gives rule `id` its attributes (`name[lazy] ::= ...`), replacing any set before.
+    pub fn set_attrs(&mut self, id: RuleId, attrs: RuleAttrs) {
+        self.attrs[id.index()] = attrs;
+    }
+
     /// Declares and defines a rule in one step, returning its id.
     ///
     /// # Errors
@@ -132,12 +140,13 @@ impl GrammarBuilder {
         };
         let mut rules = Vec::with_capacity(self.names.len());
         let mut undefined = Vec::new();
-        for (i, (name, body)) in self.names.into_iter().zip(self.bodies).enumerate() {
+        let named = self.names.into_iter().zip(self.attrs);
+        for (i, ((name, attrs), body)) in named.zip(self.bodies).enumerate() {
             match body {
-                Some((body, lookahead)) => rules.push(Rule { name, body, lookahead }),
+                Some((body, lookahead)) => rules.push(Rule { name, body, lookahead, attrs }),
                 None => {
                     undefined.push(i);
-                    rules.push(Rule { name, body: Expr::Empty, lookahead: None })
+                    rules.push(Rule { name, body: Expr::Empty, lookahead: None, attrs })
                 }
             }
         }

@@ -165,6 +165,19 @@ pub struct TagDispatch {
 }
 
 impl TagDispatch {
+    /// Why the dispatch is malformed, if it is: a trigger listed in its own excludes (XGrammar
+    /// refuses it; the free text could never complete the trigger, so its tag would be dead,
+    /// and the printed grammar would not parse back). Checked by the IR's normalization, so
+    /// every front-end and `GrammarBuilder` refuse it (`GrammarError::InvalidTagDispatch`).
+    pub fn malformed(&self) -> Option<String> {
+        let trigger = self.triggers.iter().find(|trigger| self.excludes.contains(trigger))?;
+        let shown = match trigger {
+            Trigger::Text(b) => format!("\"{}\"", String::from_utf8_lossy(b).escape_default()),
+            Trigger::Token(id) => format!("token {id}"),
+        };
+        Some(format!("the trigger {shown} is also in its excludes"))
+    }
+
     /// A dispatch over `(trigger, body)` pairs with XGrammar's defaults: `stop_eos = true`,
     /// no stop strings, no excludes, `loop_after_dispatch = true`.
     pub fn new(tags: impl IntoIterator<Item = (Trigger, Expr)>) -> Self {

@@ -28,6 +28,7 @@ impl GrammarBuilder {
             let body = rename(&rule.body, &ids);
             let lookahead = rule.lookahead.as_ref().map(|l| rename(l, &ids));
             self.define(id, body, lookahead)?;
+            self.set_attrs(id, rule.attrs.clone());
         }
         Ok(ids[grammar.root().index()])
     }

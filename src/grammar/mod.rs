@@ -12,6 +12,7 @@
 //! Printing ([`std::fmt::Display`]) writes XGrammar-compatible EBNF that parses back to an
 //! equal grammar.
 
+mod attrs;
 mod builder;
 mod expr;
 mod import;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use crate::util::byteset::ByteSet;
 
+pub use attrs::RuleAttrs;
 pub use builder::{GrammarBuilder, GrammarLimits};
 pub use expr::{CharClass, Expr, Repeat, RuleId, TagDispatch, TokenSet, Trigger, MAX_CODE_POINT};
 pub(crate) use import::rename as rename_rules;
@@ -40,6 +42,8 @@ pub struct Rule {
     /// rule is used in, which the parser does not re-check. The mask cache only prunes with
     /// lookaheads it can prove from the grammar itself, so masks never depend on it.
     pub lookahead: Option<Expr>,
+    /// The rule's attributes (`name[lazy] ::= ...`); none by default.
+    pub attrs: RuleAttrs,
 }
 
 /// A well-formed grammar: every referenced rule is defined, every rule is reachable from the
@@ -208,6 +212,16 @@ pub enum GrammarError {
         /// The rule's name.
         rule: String,
         /// What is wrong.
+        reason: String,
+    },
+    /// A rule attribute that cannot be enforced on this rule (see [`RuleAttrs`]).
+    #[error("rule `{rule}`: the attribute `{attribute}` {reason}")]
+    UnsupportedAttribute {
+        /// The rule's name.
+        rule: String,
+        /// The attribute as written (`lazy`, `max_chars`, ...).
+        attribute: &'static str,
+        /// Why it cannot be enforced.
         reason: String,
     },
     /// A limit of [`GrammarLimits`] was exceeded.

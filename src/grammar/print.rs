@@ -17,7 +17,11 @@ use super::{CharClass, Expr, Grammar};
 impl fmt::Display for Grammar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for rule in self.rules() {
-            write!(f, "{} ::= ", rule.name)?;
+            if rule.attrs.is_empty() {
+                write!(f, "{} ::= ", rule.name)?;
+            } else {
+                write!(f, "{}[{}] ::= ", rule.name, rule.attrs)?;
+            }
             write_expr(f, &rule.body, self)?;
             if let Some(la) = &rule.lookahead {
                 f.write_str(" (= ")?;

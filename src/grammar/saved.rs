@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CharClass, Expr, Grammar, GrammarLimits, Repeat, Rule, RuleId, TagDispatch, TokenSet, Trigger};
+use super::{CharClass, Expr, Grammar, GrammarLimits, Repeat, Rule, RuleAttrs, RuleId, TagDispatch, TokenSet, Trigger};
 
 /// A grammar as flat data (see the module docs).
 #[derive(Serialize, Deserialize)]
@@ -20,6 +20,7 @@ struct SavedRule {
     name: String,
     body: Vec<Node>,
     lookahead: Option<Vec<Node>>,
+    attrs: RuleAttrs,
 }
 
 /// One expression node; composite nodes take their children from the nodes before them.
@@ -72,6 +73,7 @@ impl SavedGrammar {
                 name: r.name.clone(),
                 body: flatten(&r.body),
                 lookahead: r.lookahead.as_ref().map(flatten),
+                attrs: r.attrs.clone(),
             })
             .collect();
         SavedGrammar { rules, root: grammar.root().as_u32() }
@@ -94,7 +96,7 @@ impl SavedGrammar {
                 let body = rebuild(r.body, count).map_err(|e| format!("rule `{}`: {e}", r.name))?;
                 let lookahead = r.lookahead.map(|l| rebuild(l, count)).transpose();
                 let lookahead = lookahead.map_err(|e| format!("lookahead of rule `{}`: {e}", r.name))?;
-                Ok(Rule { name: r.name, body, lookahead })
+                Ok(Rule { name: r.name, body, lookahead, attrs: r.attrs })
             })
             .collect::<Result<Vec<_>, String>>()?;
         Ok(Grammar::from_parts(rules, RuleId::from_u32(self.root)))

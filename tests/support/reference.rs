@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use maskforge::{Expr, Grammar};
+use maskforge::{Expr, Grammar, RuleAttrs};
 
 /// Whether `input` is in the language of `grammar`'s root.
 pub fn recognizes(grammar: &Grammar, input: &[u8]) -> bool {
@@ -18,8 +18,12 @@ pub fn recognizes(grammar: &Grammar, input: &[u8]) -> bool {
         let mut changed = false;
         for r in 0..rules {
             for i in 0..=n {
-                let ends = eval(&grammar.rules()[r].body, i, input, &table);
-                if ends.len() > table[r][i].len() {
+                let rule = &grammar.rules()[r];
+                let ends = eval(&rule.body, i, input, &table);
+                let ends = committed_ends(ends, &rule.attrs, i, input);
+                // A restricted rule's ends can shrink as its body's grow (a shorter match
+                // appears), so any change counts; the body's own ends only grow.
+                if ends != table[r][i] {
                     table[r][i] = ends;
                     changed = true;
                 }
@@ -30,6 +34,16 @@ pub fn recognizes(grammar: &Grammar, input: &[u8]) -> bool {
         }
     }
     table[grammar.root().index()][0].contains(&n)
+}
+
+/// The ends of a rule's occurrence from `i`, given `ends`, those of its body: with `lazy`, an
+/// end is dropped when a shorter one exists; with `max_chars=N`, when a shorter one exists
+/// after which at least `N` characters were read (the rule had to end there).
+fn committed_ends(ends: BTreeSet<usize>, attrs: &RuleAttrs, i: usize, input: &[u8]) -> BTreeSet<usize> {
+    let chars = |e: usize| input[i..e].iter().filter(|&&b| !(0x80..0xC0).contains(&b)).count();
+    let forced = |e: usize| attrs.lazy || attrs.max_chars.is_some_and(|n| chars(e) >= n as usize);
+    let first_forced = ends.iter().copied().find(|&e| forced(e));
+    ends.into_iter().filter(|&e| first_forced.is_none_or(|f| e <= f)).collect()
 }
 
 /// Whether [`recognizes`] can read `grammar`: text only, no token-level elements.

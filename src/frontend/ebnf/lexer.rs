@@ -39,6 +39,9 @@ pub(super) enum TokenKind<'a> {
     Int(&'a str),
     /// `::=`
     Assign,
+    /// `[...]` right after a rule name and before `::=`: the rule's attributes, the text
+    /// between the brackets (parsed by `attrs.rs`).
+    Attributes(&'a str),
     /// `(`
     LParen,
     /// `(=`, the start of a lookahead assertion.
@@ -75,6 +78,7 @@ impl TokenKind<'_> {
             TokenKind::Int(n) => format!("`{n}`"),
             TokenKind::Eof => "end of input".to_string(),
             TokenKind::Assign => "`::=`".to_string(),
+            TokenKind::Attributes(_) => "rule attributes `[...]`".to_string(),
             TokenKind::LParen => "`(`".to_string(),
             TokenKind::LookaheadParen => "`(=`".to_string(),
             TokenKind::RParen => "`)`".to_string(),
@@ -186,7 +190,10 @@ impl<'a> Lexer<'a> {
                 return Err(SyntaxError::expecting(self.text, span, "`::=`", Some("`:`")));
             }
             b'"' => return self.string(),
-            b'[' => return self.class(),
+            b'[' => match self.attribute_block(start) {
+                Some(len) => (TokenKind::Attributes(&self.text[start + 1..start + len - 1]), len),
+                None => return self.class(),
+            },
             b if is_name_start(b) => {
                 let len = self.bytes()[start..].iter().take_while(|&&b| is_name_byte(b)).count();
                 (TokenKind::Ident(&self.text[start..start + len]), len)
@@ -201,6 +208,31 @@ impl<'a> Lexer<'a> {
         };
         self.pos += len;
         Ok(Token { kind, span: Span::new(start, self.pos) })
+    }
+
+    /// The length of the attribute block `[...]` at `start`, when there is one: `[` right
+    /// after a name (no space between, as in `name[lazy] ::=`), `]` on the same line (outside
+    /// quoted values), then only spaces or tabs before `::=`. Anything else is a character
+    /// class, as in XGrammar, which reads a bracket as attributes only when `::=` follows.
+    fn attribute_block(&self, start: usize) -> Option<usize> {
+        let bytes = self.bytes();
+        if start == 0 || !is_name_byte(bytes[start - 1]) {
+            return None;
+        }
+        let mut i = start + 1;
+        let mut quoted = false;
+        loop {
+            match *bytes.get(i)? {
+                b'\n' | b'\r' => return None,
+                b'"' => quoted = !quoted,
+                b']' if !quoted => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        let end = i + 1;
+        let after = bytes[end..].iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+        bytes[end + after..].starts_with(b"::=").then_some(end - start)
     }
 
     /// An integer, `sign` bytes of `-` already seen at `self.pos`.

@@ -50,10 +50,13 @@ pub(super) fn lower(text: &str, ast: Ast<'_>, root: &str) -> Result<Grammar, Ebn
             la
         });
         b.define(id, body, lookahead).map_err(|e| at(rule.name_span, e))?;
+        b.set_attrs(id, rule.attrs);
     }
     b.build(root).map_err(|error| {
         let name = match &error {
-            GrammarError::EmptyLanguage { name } | GrammarError::InvalidRepeat { rule: name, .. } => Some(name),
+            GrammarError::EmptyLanguage { name }
+            | GrammarError::InvalidRepeat { rule: name, .. }
+            | GrammarError::InvalidTagDispatch { rule: name, .. } => Some(name),
             _ => None,
         };
         let span =

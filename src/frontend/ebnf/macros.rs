@@ -14,8 +14,11 @@
 //!
 //! Supported (XGrammar's syntax):
 //!
-//! * `Regex("pattern", flags="i")`: an ECMA-262 pattern, full match (see
-//!   [`crate::frontend::regex`]); `flags="i"` matches case-insensitively;
+//! * `Regex("pattern", flags="i", json_string=true)`: an ECMA-262 pattern, full match (see
+//!   [`crate::frontend::regex`]); `flags="i"` matches case-insensitively; `json_string=true`
+//!   matches the pattern against the decoded content of a JSON string body (the text between
+//!   the quotes, where `"`, `\` and control characters must be escaped and any character may
+//!   be `\u`-escaped), as JSON Schema's `pattern` does;
 //! * `Token(id, ...)`: one token whose id is listed; `ExcludeToken(id, ...)`: one token whose
 //!   id is not listed (ids below `2^24`; tokens are matched by id, not by text);
 //! * `TagDispatch(("trigger", rule), ..., stop_eos=true, stop_str=("...", ...),
@@ -30,8 +33,9 @@ use std::collections::HashSet;
 
 use super::lexer::{Token, TokenKind};
 use super::parser::{Parser, MAX_NESTING};
+use crate::frontend::json_schema::json_char;
 use crate::frontend::{Span, SyntaxError};
-use crate::grammar::{Expr, TagDispatch, TokenSet, Trigger};
+use crate::grammar::{CharClass, Expr, TagDispatch, TokenSet, Trigger};
 use crate::util::sentinel::Sentinel;
 
 /// The largest token id a macro accepts: the largest with a sentinel (the byte string the
@@ -101,10 +105,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `Regex("pattern", flags="i")`: an ECMA-262 pattern, full match; `flags` may set `i`
-    /// (case-insensitive).
+    /// `Regex("pattern", flags="i", json_string=true)`: an ECMA-262 pattern, full match;
+    /// `flags` may set `i` (case-insensitive); `json_string` matches the pattern against the
+    /// decoded content of a JSON string body (without its quotes), each character written raw
+    /// or escaped as JSON allows: the JSON Schema front-end's `pattern` mapping
+    /// (`json_schema::json_char`), so both read a pattern the same way.
     fn regex(&self, args: MacroArgs<'a>) -> Result<Expr, SyntaxError> {
-        let usage = "`Regex` takes a pattern and optional flags: Regex(\"pattern\", flags=\"i\")";
+        let usage = "`Regex` takes a pattern and optional flags and json_string: \
+                     Regex(\"pattern\", flags=\"i\", json_string=true)";
         let (pattern, span) = match args.positional.as_slice() {
             [MacroValue::Str(bytes, span)] => match std::str::from_utf8(bytes) {
                 Ok(p) => (p, *span),
@@ -113,8 +121,10 @@ impl<'a> Parser<'a> {
             _ => return Err(self.error(args.span, usage)),
         };
         let mut ignore_case = false;
+        let mut json_string = false;
         for (key, key_span, value) in &args.named {
             match (*key, value) {
+                ("json_string", MacroValue::Bool(b, _)) => json_string = *b,
                 ("flags", MacroValue::Str(flags, flags_span)) => {
                     for &f in flags {
                         match f {
@@ -129,10 +139,10 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.error(*key_span, usage)),
             }
         }
+        let mut plain = |c: &CharClass| Expr::Class(c.clone());
+        let char_expr: &mut dyn FnMut(&CharClass) -> Expr = if json_string { &mut json_char } else { &mut plain };
         crate::frontend::regex::Regex::parse_with_flags(pattern, ignore_case)
-            .and_then(|r| {
-                r.to_expr(pattern, crate::frontend::regex::Anchoring::FullMatch, &mut |c| Expr::Class(c.clone()))
-            })
+            .and_then(|r| r.to_expr(pattern, crate::frontend::regex::Anchoring::FullMatch, char_expr))
             .map_err(|e| self.error(span, format!("in Regex pattern: {}", e.syntax())))
     }
 
@@ -221,12 +231,9 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        if let Some(trigger) = t.triggers.iter().find(|trigger| t.excludes.contains(trigger)) {
-            let shown = match trigger {
-                Trigger::Text(b) => format!("\"{}\"", String::from_utf8_lossy(b).escape_default()),
-                Trigger::Token(id) => format!("token {id}"),
-            };
-            return Err(self.error(args.span, format!("the trigger {shown} of `{name}` is also in its excludes")));
+        // The IR's normalization refuses it too; here the error points at the macro.
+        if let Some(reason) = t.malformed() {
+            return Err(self.error(args.span, format!("`{name}`: {reason}")));
         }
         Ok(Expr::TagDispatch(Box::new(t)))
     }

@@ -45,14 +45,18 @@
 //!   (`TagDispatch(...)`, `TokenTagDispatch(...)`, `Regex("...", flags="i")`, `Token(...)`,
 //!   `ExcludeToken(...)`, `Substring("...", ...)`; see `macros.rs`); an unknown name is an
 //!   error. XGrammar reads `foo(...)` as rule `foo` and a group when `foo` is not a macro
-//!   name; here, write a space: `foo (...)`. Not supported yet (errors, not ignored):
-//!   `Regex(..., json_string=true)`, and rule attributes (`name[lazy] ::=`,
-//!   `name[max_chars=10] ::=`).
+//!   name; here, write a space: `foo (...)`.
+//! * **Rule attributes**: `name[lazy, max_chars=10] ::= ...` (XGrammar's; `attrs.rs`
+//!   parses them; `docs/design-notes.md`, "EBNF rule attributes", says which are enforced
+//!   and how). The bracket
+//!   must follow the name directly and `::=` must follow the bracket on the same line;
+//!   an unknown attribute is an error at its name.
 //!
 //! Parentheses nest at most 500 deep; the input is otherwise unbounded. Parsing takes
 //! time linear in the input and never recurses on the nesting of expressions (groups live
 //! on an explicit stack), so no input can overflow the call stack.
 
+mod attrs;
 mod lexer;
 mod lower;
 mod macros;

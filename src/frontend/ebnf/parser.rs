@@ -30,7 +30,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::lexer::{Lexer, Token, TokenKind};
 use crate::frontend::{Span, SyntaxError};
-use crate::grammar::{Expr, RuleId};
+use crate::grammar::{Expr, RuleAttrs, RuleId};
 
 /// The deepest nesting of parentheses (groups, lookaheads, macro tuples) accepted.
 /// Exceeding it is a syntax error; it keeps memory and later passes' work per level
@@ -50,6 +50,8 @@ pub(super) struct RuleAst<'a> {
     pub(super) body: Expr,
     /// The lookahead assertion, if any, with the same provisional ids.
     pub(super) lookahead: Option<Expr>,
+    /// The attributes written in `name[...] ::=`.
+    pub(super) attrs: RuleAttrs,
 }
 
 /// A name used as a rule reference.
@@ -190,12 +192,17 @@ impl<'a> Parser<'a> {
                 TokenKind::Ident(name) => name,
                 _ => return Err(self.expected(&tok, "a rule name")),
             };
-            let assign = self.bump()?;
+            let mut assign = self.bump()?;
+            let mut attrs = RuleAttrs::default();
+            if let TokenKind::Attributes(inner) = assign.kind {
+                attrs = super::attrs::parse(self.text(), inner, assign.span.start + 1)?;
+                assign = self.bump()?;
+            }
             if assign.kind != TokenKind::Assign {
                 return Err(self.expected(&assign, format!("`::=` after rule name `{name}`")));
             }
             let (body, lookahead) = self.rule_body(assign.span)?;
-            rules.push(RuleAst { name: Cow::Borrowed(name), name_span: tok.span, body, lookahead });
+            rules.push(RuleAst { name: Cow::Borrowed(name), name_span: tok.span, body, lookahead, attrs });
         }
         rules.append(&mut self.generated);
         Ok(Ast { rules, symbols: self.symbols })
@@ -206,7 +213,7 @@ impl<'a> Parser<'a> {
     fn at_rule_end(&mut self) -> Result<bool, SyntaxError> {
         Ok(match self.peek()?.kind {
             TokenKind::Eof => true,
-            TokenKind::Ident(_) => self.peek2()?.kind == TokenKind::Assign,
+            TokenKind::Ident(_) => matches!(self.peek2()?.kind, TokenKind::Assign | TokenKind::Attributes(_)),
             _ => false,
         })
     }
@@ -381,7 +388,7 @@ impl<'a> Parser<'a> {
     /// Defines a rule named by [`Parser::generated_rules`].
     pub(super) fn define_generated(&mut self, id: RuleId, body: Expr, span: Span) {
         let name = self.symbols[id.index()].name.clone();
-        self.generated.push(RuleAst { name, name_span: span, body, lookahead: None });
+        self.generated.push(RuleAst { name, name_span: span, body, lookahead: None, attrs: RuleAttrs::default() });
     }
 
     /// Applies a repetition operator following `atom`, if any. XGrammar allows one

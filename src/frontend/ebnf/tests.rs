@@ -394,7 +394,12 @@ fn error_macros() {
     assert!(msg.starts_with("in Regex pattern: 1:4: backreference cannot be enforced"), "{msg}");
     assert_eq!(
         err("root ::= Regex(\"a\", 1)"),
-        e(1, 15, "`Regex` takes a pattern and optional flags: Regex(\"pattern\", flags=\"i\")")
+        e(
+            1,
+            15,
+            "`Regex` takes a pattern and optional flags and json_string: \
+             Regex(\"pattern\", flags=\"i\", json_string=true)"
+        )
     );
     assert_eq!(err("root ::= Token()"), e(1, 15, "`Token` takes at least one token id: Token(id, ...)"));
     // Argument syntax is checked before the macro is looked up.

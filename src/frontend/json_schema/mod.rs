@@ -115,6 +115,8 @@ use crate::grammar::{Grammar, GrammarError};
 
 pub use fragment::{SchemaFragmentCache, SchemaFragmentStats};
 pub use number::integer_range_expr;
+// The EBNF `Regex(..., json_string=true)` macro reads a pattern as `pattern` does.
+pub(crate) use string::json_char;
 
 /// Options of [`json_schema_to_grammar`], compatible with XGrammar's `compile_json_schema`.
 ///

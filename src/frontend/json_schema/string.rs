@@ -99,7 +99,7 @@ fn nonplain_u() -> Expr {
 }
 
 /// One JSON string character (raw or escaped) whose decoded code point is in `class`.
-pub(super) fn json_char(class: &CharClass) -> Expr {
+pub(crate) fn json_char(class: &CharClass) -> Expr {
     let r = class.resolved_ranges();
     if r == [(0, MAX_CODE_POINT)] {
         return any_json_char();

@@ -129,6 +129,8 @@ pub enum Format {
 const FORMATS: &[(&str, &[&str])] = &[
     ("const_string", &["value"]),
     ("json_schema", &["json_schema", "style", "any_order", "max_whitespace_cnt"]),
+    // XGrammar's name for a `json_schema` of style `qwen_xml`.
+    ("qwen_xml_parameter", &["json_schema"]),
     ("grammar", &["grammar"]),
     ("regex", &["pattern"]),
     ("any_text", &["excludes"]),
@@ -164,6 +166,9 @@ pub fn parse_document(doc: &Value) -> Result<Node, Error> {
         }
         None => return Err(Error::invalid("", "missing field `type` (\"structural_tag\")")),
     }
+    if map.contains_key("structures") && !map.contains_key("format") {
+        return parse_legacy(map);
+    }
     for key in map.keys() {
         if key != "type" && key != "format" {
             return Err(Error::new(
@@ -174,6 +179,74 @@ pub fn parse_document(doc: &Value) -> Result<Node, Error> {
     }
     let format = map.get("format").ok_or_else(|| Error::invalid("", "missing field `format`"))?;
     parse_format(format, "/format", 0)
+}
+
+/// XGrammar's older structural tag, `{"type": "structural_tag", "structures": [{"begin",
+/// "schema", "end"}, ...], "triggers": [...]}` (what `Grammar.from_structural_tag(tags,
+/// triggers)` takes, and what OpenAI-compatible servers still accept): free text in which a
+/// trigger starts one of the structures beginning with it, `begin` + JSON per `schema` +
+/// `end`, then free text again. That is a `triggered_tags` format of JSON Schema tags, with
+/// neither `at_least_one` nor `stop_after_first`, so it is read as one.
+fn parse_legacy(map: &Map<String, Value>) -> Result<Node, Error> {
+    let o = Obj { map, pointer: "", depth: 0 };
+    for key in map.keys() {
+        if !["type", "structures", "triggers"].contains(&key.as_str()) {
+            return Err(Error::new(
+                &o.at(key),
+                Kind::UnknownField {
+                    field: key.clone(),
+                    format: "structural_tag (with `structures`)".into(),
+                    expected: "structures, triggers".into(),
+                },
+            ));
+        }
+    }
+    let triggers = o.strings("triggers", true)?;
+    if let Some(i) = triggers.iter().position(|t| t.is_empty()) {
+        return Err(Error::invalid(&join(&o.at("triggers"), &i.to_string()), "a trigger cannot be empty"));
+    }
+    let mut tags = Vec::new();
+    for (i, item) in o.array("structures", true)?.iter().enumerate() {
+        let pointer = join(&o.at("structures"), &i.to_string());
+        let Value::Object(fields) = item else {
+            return Err(Error::invalid(
+                &pointer,
+                format!("a structure must be a JSON object, found {}", json_kind(item)),
+            ));
+        };
+        let s = Obj { map: fields, pointer: &pointer, depth: 1 };
+        for key in fields.keys() {
+            if !["begin", "schema", "end"].contains(&key.as_str()) {
+                return Err(Error::new(
+                    &s.at(key),
+                    Kind::UnknownField {
+                        field: key.clone(),
+                        format: "structure".into(),
+                        expected: "begin, schema, end".into(),
+                    },
+                ));
+            }
+        }
+        let schema = s.required("schema")?;
+        if !schema.is_object() && !schema.is_boolean() {
+            return Err(Error::invalid(&s.at("schema"), "a JSON Schema must be an object or a boolean"));
+        }
+        let format = Format::JsonSchema {
+            schema: schema.clone(),
+            style: SchemaStyle::Json,
+            any_order: false,
+            max_whitespace_cnt: None,
+        };
+        tags.push(Tag {
+            begin: Delimiter::Text(s.string("begin")?),
+            content: Box::new(Node { format, pointer: s.at("schema") }),
+            end: vec![Delimiter::Text(s.string("end")?)],
+            pointer,
+        });
+    }
+    let format =
+        Format::TriggeredTags { triggers, tags, excludes: Vec::new(), at_least_one: false, stop_after_first: false };
+    Ok(Node { format, pointer: String::new() })
 }
 
 /// Parses one format object at `pointer`.
@@ -204,11 +277,14 @@ pub fn parse_format(v: &Value, pointer: &str, depth: usize) -> Result<Node, Erro
     let o = Obj { map, pointer, depth };
     let format = match ty {
         "const_string" => Format::ConstString(o.string("value")?),
+        "qwen_xml_parameter" => Format::JsonSchema {
+            schema: o.schema()?,
+            style: SchemaStyle::QwenXml,
+            any_order: false,
+            max_whitespace_cnt: None,
+        },
         "json_schema" => {
-            let schema = o.required("json_schema")?.clone();
-            if !schema.is_object() && !schema.is_boolean() {
-                return Err(Error::invalid(&o.at("json_schema"), "a JSON Schema must be an object or a boolean"));
-            }
+            let schema = o.schema()?;
             let style = match o.opt_string("style")?.as_deref() {
                 None | Some("json") => SchemaStyle::Json,
                 Some("qwen_xml") => SchemaStyle::QwenXml,
@@ -367,6 +443,14 @@ struct Obj<'a> {
 impl Obj<'_> {
     fn at(&self, key: &str) -> String {
         join(self.pointer, key)
+    }
+    /// The field `json_schema`: an object or a boolean.
+    fn schema(&self) -> Result<Value, Error> {
+        let schema = self.required("json_schema")?;
+        if !schema.is_object() && !schema.is_boolean() {
+            return Err(Error::invalid(&self.at("json_schema"), "a JSON Schema must be an object or a boolean"));
+        }
+        Ok(schema.clone())
     }
     fn required(&self, key: &str) -> Result<&Value, Error> {
         self.map.get(key).ok_or_else(|| Error::invalid(self.pointer, format!("missing field `{key}`")))

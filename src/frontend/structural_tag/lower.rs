@@ -99,11 +99,12 @@ impl<'a> Lowerer<'a> {
             Format::TriggeredTags { triggers, tags, excludes, at_least_one, stop_after_first } => {
                 let mut groups: Vec<Vec<Expr>> = vec![Vec::new(); triggers.len()];
                 let mut full = Vec::with_capacity(tags.len());
-                for (i, tag) in tags.iter().enumerate() {
-                    let tp = join(&join(p, "tags"), &i.to_string());
+                for tag in tags {
+                    // Where the tag was read (`/tags/i`, or `/structures/i` in the legacy form).
+                    let tp = &tag.pointer;
                     let Delimiter::Text(begin) = &tag.begin else {
                         return Err(Error::invalid(
-                            &join(&tp, "begin"),
+                            &join(tp, "begin"),
                             "tags of `triggered_tags` need a string `begin`",
                         ));
                     };
@@ -113,7 +114,7 @@ impl<'a> Lowerer<'a> {
                         .max_by_key(|&t| triggers[t].len())
                         .ok_or_else(|| {
                             Error::invalid(
-                                &join(&tp, "begin"),
+                                &join(tp, "begin"),
                                 format!("`{begin}` starts with none of the triggers {triggers:?}"),
                             )
                         })?;
@@ -159,18 +160,19 @@ impl<'a> Lowerer<'a> {
                 let ids: Vec<u32> = trigger_tokens.iter().map(|t| self.token(t, p)).collect::<Result<_, _>>()?;
                 let mut groups: Vec<Vec<Expr>> = vec![Vec::new(); ids.len()];
                 let mut full = Vec::with_capacity(tags.len());
-                for (i, tag) in tags.iter().enumerate() {
-                    let tp = join(&join(p, "tags"), &i.to_string());
+                for tag in tags {
+                    // Where the tag was read (`/tags/i`, or `/structures/i` in the legacy form).
+                    let tp = &tag.pointer;
                     let Delimiter::Token(begin) = &tag.begin else {
                         return Err(Error::invalid(
-                            &join(&tp, "begin"),
+                            &join(tp, "begin"),
                             "tags of `token_triggered_tags` need a `token` begin",
                         ));
                     };
-                    let id = self.token(begin, &join(&tp, "begin"))?;
+                    let id = self.token(begin, &join(tp, "begin"))?;
                     let owner = ids.iter().position(|&t| t == id).ok_or_else(|| {
                         Error::invalid(
-                            &join(&tp, "begin"),
+                            &join(tp, "begin"),
                             format!("the begin token {id} is not one of the trigger tokens"),
                         )
                     })?;

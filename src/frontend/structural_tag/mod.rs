@@ -5,10 +5,15 @@
 //!
 //! | kind | formats |
 //! |---|---|
-//! | primitive | `const_string` (`value`), `json_schema` (`json_schema`, `style`, `any_order`, `max_whitespace_cnt`), `grammar` (EBNF, root `root`), `regex` (`pattern`), `any_text` (`excludes`) |
+//! | primitive | `const_string` (`value`), `json_schema` (`json_schema`, `style`, `any_order`, `max_whitespace_cnt`), `qwen_xml_parameter` (`json_schema`: XGrammar's name for style `qwen_xml`), `grammar` (EBNF, root `root`), `regex` (`pattern`), `any_text` (`excludes`) |
 //! | composition | `sequence` / `or` (`elements`), `optional` / `plus` / `star` (`content`), `repeat` (`content`, `min`, `max`, `-1` = unbounded) |
 //! | tags | `tag` (`begin`: string or `token`; `content`; `end`: string, list of strings, or `token`), `triggered_tags` (`triggers`, `tags`, `excludes`, `at_least_one`, `stop_after_first`), `tags_with_separator` (`tags`, `separator`, `at_least_one`, `stop_after_first`), `dispatch` (`rules`: `[pattern, format]` pairs, `loop`, `excludes`) |
 //! | tokens | `token` (`token`: id or text), `exclude_token` / `any_tokens` (`exclude_tokens`), `token_triggered_tags` (`trigger_tokens`, `tags`, `exclude_tokens`, ...), `token_dispatch` (`rules`, `loop`, `exclude_tokens`) |
+//!
+//! XGrammar's older form, `{"type": "structural_tag", "structures": [{"begin", "schema",
+//! "end"}, ...], "triggers": [...]}` (its deprecated `from_structural_tag(tags, triggers)`), is
+//! read as the `triggered_tags` format it means: free text in which a trigger starts one of
+//! the structures that begin with it, errors pointing into `/structures/i`.
 //!
 //! One file per concern: `format.rs` reads and checks the JSON (unknown types and fields are
 //! errors, so typos do not silently change the language), `lower.rs` builds the grammar

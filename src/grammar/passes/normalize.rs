@@ -5,7 +5,7 @@ use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 
 use rustc_hash::FxHasher;
 
-use crate::grammar::{Expr, GrammarError, Rule};
+use crate::grammar::{Expr, GrammarError, Rule, TagDispatch};
 use crate::util::hash::FastSet;
 
 pub(super) fn rule(rule: &mut Rule) -> Result<(), GrammarError> {
@@ -42,6 +42,7 @@ fn in_place(e: &mut Expr, rule: &str) -> Result<(), GrammarError> {
             in_place(&mut r.expr, rule)?;
         }
         Expr::TagDispatch(t) => {
+            check_dispatch(t, rule)?;
             for b in t.bodies.iter_mut() {
                 in_place(b, rule)?;
             }
@@ -50,6 +51,14 @@ fn in_place(e: &mut Expr, rule: &str) -> Result<(), GrammarError> {
     }
     node(e);
     Ok(())
+}
+
+/// A dispatch is well formed (see [`TagDispatch::malformed`]).
+pub(super) fn check_dispatch(t: &TagDispatch, rule: &str) -> Result<(), GrammarError> {
+    match t.malformed() {
+        Some(reason) => Err(GrammarError::InvalidTagDispatch { rule: rule.to_string(), reason }),
+        None => Ok(()),
+    }
 }
 
 /// A repetition's bounds are well ordered.

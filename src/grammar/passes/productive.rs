@@ -115,7 +115,7 @@ mod tests {
     use proptest::strategy::Strategy;
 
     fn rule(name: &str, body: Expr) -> Rule {
-        Rule { name: name.to_string(), body, lookahead: None }
+        Rule { name: name.to_string(), body, lookahead: None, attrs: Default::default() }
     }
 
     /// The fixpoint by repeated evaluation, as a reference.

@@ -60,6 +60,8 @@ struct Walk<'a> {
     refs: Vec<RuleId>,
     /// Kept repetitions with `min > max`: (pre-order index, min, max).
     invalid: Vec<(u32, u32, u32)>,
+    /// Why the first malformed dispatch met is malformed (see `TagDispatch::malformed`).
+    malformed_dispatch: Option<String>,
     preorder: u32,
     literals: ByteSet,
 }
@@ -80,6 +82,7 @@ pub(crate) fn run(
         max_depth: limits.max_depth,
         refs: Vec::new(),
         invalid: Vec::new(),
+        malformed_dispatch: None,
         preorder: 0,
         literals: ByteSet::EMPTY,
     };
@@ -119,12 +122,15 @@ pub(crate) fn run(
                 limit: limits.max_nodes,
             });
         }
+        if let Some(reason) = walk.malformed_dispatch.take() {
+            return Err(GrammarError::InvalidTagDispatch { rule: name, reason });
+        }
         if first_invalid.is_none() {
             if let Some(&(_, min, max)) = walk.invalid.iter().min_by_key(|x| x.0) {
                 first_invalid = Some(GrammarError::InvalidRepeat { rule: name.clone(), min, max });
             }
         }
-        out.push(Rule { name, body, lookahead: None });
+        out.push(Rule { name, body, lookahead: None, attrs: Default::default() });
     }
     ref_start.push(walk.refs.len());
     if let Some(e) = first_invalid {
@@ -229,6 +235,9 @@ impl Walk<'_> {
                 }
             }
             Expr::TagDispatch(t) => {
+                if self.malformed_dispatch.is_none() {
+                    self.malformed_dispatch = t.malformed();
+                }
                 // Kept or dropped whole (a dispatch's bodies are not pruned), normalized inside.
                 let productive = t.can_end()
                     || (!t.loop_after_dispatch && t.bodies.iter().any(|b| b.is_productive(self.productive)));
