@@ -212,3 +212,62 @@ fn loop_slices_equal_walks_with_real_vocabularies() {
     }
     assert!(compared >= 20, "only {compared} loop states compared");
 }
+
+/// The byte-path fast path (`build_base_by_paths`) against the vocabulary walk (`build_base`):
+/// for every reachable scannable state of a plain rule, in its certain context and without.
+/// Returns how many states were compared.
+fn byte_paths_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
+    use maskforge::cache::{build_base, build_base_by_paths, reachable_scannable_states};
+    let (fsm, vocab) = (grammar.fsm(), grammar.vocabulary());
+    let mut compared = 0;
+    for (state, _) in reachable_scannable_states(fsm, vocab) {
+        let context = grammar.mask_cache().certain_context(fsm, state);
+        for context in [context, &[][..]] {
+            if let Some(fast) = build_base_by_paths(fsm, context, vocab, state) {
+                prop_assert_eq!(fast, build_base(fsm, context, vocab, state), "state {}", state);
+                compared += 1;
+            }
+        }
+    }
+    Ok(compared)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn byte_paths_equal_walks_on_random_grammars(g in gen::grammar(), counted in any::<bool>()) {
+        byte_paths_equal_walks(&compile(&g, &small_vocab(), MaskCacheMode::Jit, counted))?;
+    }
+}
+
+/// The same with Llama 3 and Llama 2 on grammars where a state enters a nullable rule (a key
+/// position before `strtail`), final states with whitespace loops, and MaskBench schemas under
+/// the spec-compliant options (keys of additional properties) and the defaults.
+#[test]
+fn byte_paths_equal_walks_with_real_vocabularies() {
+    use crate::support::fixtures::maskbench_files;
+    use maskforge::JsonSchemaOptions;
+    let sources = [
+        r#"root ::= "{" [ ]* "\"" ("a" ("b" | [^"\\b] tail) | [^"\\a] tail | "\\" ["n] tail) "\"" [ ]* ":" [ ]* [0-9]+ [ ]* "}" [ \n]*
+           tail ::= ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])*"#,
+        r#"root ::= item ("," [ ]* item)* [ ]*  item ::= [a-z]* | "(" root ")""#,
+    ];
+    let mut compared = 0;
+    for tokenizer in ["llama3", "llama2"] {
+        let v = vocab(tokenizer).clone();
+        for src in sources {
+            let g = maskforge::parse_ebnf(src, "root").unwrap();
+            compared += byte_paths_equal_walks(&compile(&g, &v, MaskCacheMode::Jit, false)).unwrap();
+        }
+    }
+    let v = vocab("llama3").clone();
+    let compiler = GrammarCompiler::new(v, CompilerConfig::default());
+    for (i, (_, file)) in maskbench_files().iter().step_by(450).enumerate() {
+        let options = if i % 2 == 0 { JsonSchemaOptions::spec_compliant() } else { JsonSchemaOptions::default() };
+        if let Ok(grammar) = compiler.compile_json_schema(&file["schema"], &options) {
+            compared += byte_paths_equal_walks(&grammar).unwrap();
+        }
+    }
+    assert!(compared >= 40, "only {compared} states compared");
+}

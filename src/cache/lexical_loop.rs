@@ -39,7 +39,7 @@ use crate::util::hash::FastMap;
 use crate::util::sentinel::Sentinel;
 
 /// Walks with fewer candidate tokens than this are cheap enough as they are.
-const MIN_FIRST_BYTE_TOKENS: usize = 2048;
+pub(super) const MIN_FIRST_BYTE_TOKENS: usize = 2048;
 /// Rules predicted from one state beyond which it is not treated as simple (escape sequences
 /// predict one or two).
 const MAX_PREDICTED_RULES: usize = 16;
@@ -286,6 +286,13 @@ impl Loops {
     /// state is simple, lies on a cycle of simple states, and its walk would be long.
     pub(super) fn to_slice(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Option<Loop<'_>> {
         self.loop_of(state, fsm).filter(|_| first_byte_candidates(fsm, state, vocab) >= MIN_FIRST_BYTE_TOKENS)
+    }
+
+    /// Whether `state` is simple and lies on a cycle of simple states (its loop is its own, not
+    /// only the cycles its edges lead to).
+    pub(super) fn on_cycle(&self, state: StateId) -> bool {
+        let c = self.component[state.index()];
+        self.members.get(c as usize).is_some_and(|m| !m.is_empty())
     }
 
     /// The loop of `state`, if it is simple: the cycle of simple states it lies on, or for a state

@@ -37,6 +37,7 @@
 
 pub mod base;
 mod build;
+mod byte_paths;
 mod dense;
 mod dispatch;
 mod lexical_loop;
@@ -336,9 +337,20 @@ impl MaskCache {
 
     /// The base entry of `state` in `context`: from the slice of its lexical loop when it has one
     /// worth it (see `lexical_loop.rs`), else by the vocabulary walk ([`build_base`]).
+    ///
+    /// A long walk of a state on no lexical cycle (a key position, a final state, a state that
+    /// predicts a nullable rule) first runs the vocabulary through the automaton along byte
+    /// paths, and walks with the parser only the tokens that need it (see `byte_paths.rs`).
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
         let loops = self.loops.get_or_init(|| lexical_loop::Loops::new(fsm));
-        let Some(in_loop) = loops.to_slice(fsm, vocab, state) else {
+        let in_loop = loops.to_slice(fsm, vocab, state).filter(|_| loops.on_cycle(state));
+        let Some(in_loop) = in_loop else {
+            if byte_paths::applies(fsm, state)
+                && build::first_byte_candidates(fsm, state, vocab) >= lexical_loop::MIN_FIRST_BYTE_TOKENS
+            {
+                let split = byte_paths::PathSplit::new(fsm, vocab, state);
+                return byte_paths::paths_base(fsm, context, vocab, state, split);
+            }
             return build_base(fsm, context, vocab, state);
         };
         let key = lexical_loop::loop_key(fsm, state, &in_loop);
@@ -354,6 +366,13 @@ impl MaskCache {
             }
         };
         lexical_loop::loop_base(fsm, context, vocab, state, &slice)
+    }
+
+    /// Whether the entry of `state` is built from the slice of its lexical loop (see
+    /// `lexical_loop.rs`): for profiling programs that sort entries by how they are built.
+    pub fn uses_loop_slice(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> bool {
+        let loops = self.loops.get_or_init(|| lexical_loop::Loops::new(fsm));
+        loops.to_slice(fsm, vocab, state).is_some()
     }
 
     /// The per-grammar slices, locked (a panic while the lock was held left the map whole).
@@ -464,6 +483,22 @@ pub fn build_base_from_loop(
     let in_loop = loops.loop_of(state, fsm)?;
     let slice = lexical_loop::LoopSlice::new(fsm, vocab, state, &in_loop);
     Some(lexical_loop::loop_base(fsm, context, vocab, state, &slice))
+}
+
+/// The base entry of `state` in `context` built along byte paths, the parser walking only the
+/// tokens those do not read entirely (`None` when the state's rule is not plain or is a
+/// dispatch; see `byte_paths.rs`), however short its walk would be: the fast path of
+/// [`MaskCache`] alone, for tests and benchmarks to compare with [`build_base`].
+pub fn build_base_by_paths(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+) -> Option<BaseEntry> {
+    byte_paths::applies(fsm, state).then(|| {
+        let split = byte_paths::PathSplit::new(fsm, vocab, state);
+        byte_paths::paths_base(fsm, context, vocab, state, split)
+    })
 }
 
 /// Per rule, the chain of single use sites (see [`MaskCache::certain_context`]).

@@ -43,6 +43,12 @@ impl Prefetch {
         self.slots.is_empty()
     }
 
+    /// The entries it would build, nearest first (for profiling programs that time them one
+    /// by one).
+    pub fn slots(&self) -> &[EntrySlot] {
+        &self.slots
+    }
+
     /// Builds the entries, nearest first; returns how many this call built.
     pub fn run(&self) -> usize {
         self.run_while(|| true)

@@ -1,0 +1,187 @@
+//! Where the mask-time tail comes from: runs MaskBench files the way the runner does (one
+//! compiler, so one pool, for all of them; spec-compliant options; a mask before every token),
+//! but builds the missing cache entries of each step one at a time before the fill and times
+//! each, sorted by the cause of its cost (design notes, open problem 1):
+//!
+//! * `a-strtail`: a byte edge of the state leads (through UTF-8 continuation states) into a
+//!   state that enters a nullable rule, such as a key position entering the shared `strtail`;
+//! * `b-nfa`: the state's byte edges overlap (subset construction gave up);
+//! * `c-nullable`: the state is final or predicts a nullable rule;
+//! * `a-keypos`: a simple state on no cycle whose loop is only a cycle its edges lead to (a
+//!   key position: known keys' first bytes, the generic body through `strtail`, the closing
+//!   quote then whitespace), which session 7's slices covered with ~126k leaving tokens;
+//! * `e-sliced`: a simple state on a cycle (a string body, digits): built from a lexical-loop
+//!   slice, the leaving tokens walked;
+//! * `other`.
+//!
+//! `cargo run --release -p maskforge-bench --bin entry_tail -- [--every N] [--over-us 1000] [--tokenizer llama3] PATH...`
+//!
+//! Prints every entry over `--over-us` (file, state, rule, cause, first-byte tokens), then the
+//! total and count per cause, the cost distribution of all entries, and the TBM percentiles of
+//! the fills (which then build nothing: their entries are built just before).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use maskforge::fsm::{GrammarFsm, StateId};
+use maskforge::tokenizer::load_tokenizer;
+use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, JsonSchemaOptions, TokenBitmask};
+use maskforge_bench::stats::Summary;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The value after `--name`, or `default`.
+fn flag(args: &[String], name: &str, default: &str) -> String {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.into())
+}
+
+/// The cause of an entry's cost (see the module docs).
+fn cause(fsm: &GrammarFsm, state: StateId, sliced: bool) -> &'static str {
+    let edges = fsm.byte_edges(state);
+    if sliced {
+        return if on_cycle(fsm, state) { "e-sliced" } else { "a-keypos" };
+    }
+    if edges.windows(2).any(|w| w[1].lo <= w[0].hi) {
+        return "b-nfa";
+    }
+    let enters_nullable = |s: StateId| fsm.rule_edges(s).iter().any(|e| fsm.rule(e.rule).nullable);
+    let leads_into_nullable = edges.iter().any(|e| {
+        enters_nullable(e.target)
+            || fsm.byte_edges(e.target).iter().any(|c| {
+                enters_nullable(c.target) || fsm.byte_edges(c.target).iter().any(|d| enters_nullable(d.target))
+            })
+    });
+    if leads_into_nullable {
+        "a-strtail"
+    } else if fsm.is_final(state) || enters_nullable(state) {
+        "c-nullable"
+    } else {
+        "other"
+    }
+}
+
+/// Whether `state` can reach itself by byte edges of its rule.
+fn on_cycle(fsm: &GrammarFsm, state: StateId) -> bool {
+    let mut seen = vec![state];
+    let mut stack = vec![state];
+    while let Some(s) = stack.pop() {
+        for e in fsm.byte_edges(s) {
+            if e.target == state {
+                return true;
+            }
+            if fsm.rule_of(e.target) == fsm.rule_of(state) && !seen.contains(&e.target) && seen.len() < 4096 {
+                seen.push(e.target);
+                stack.push(e.target);
+            }
+        }
+    }
+    false
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let every: usize = flag(&args, "--every", "1").parse()?;
+    let over_us: f64 = flag(&args, "--over-us", "1000").parse()?;
+    let (vocab, encoder) = load_tokenizer(&flag(&args, "--tokenizer", "llama3"))?;
+    let mut paths = Vec::new();
+    let mut skip = false;
+    for a in &args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if a.starts_with("--") {
+            skip = true;
+            continue;
+        }
+        let p = std::path::Path::new(a);
+        if p.is_dir() {
+            let mut files: Vec<_> = std::fs::read_dir(p)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            files.sort();
+            paths.extend(files);
+        } else {
+            paths.push(p.to_path_buf());
+        }
+    }
+    let paths: Vec<_> = paths.into_iter().step_by(every.max(1)).collect();
+    let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
+    let options = JsonSchemaOptions::spec_compliant();
+    let mut entries: Vec<(f64, String, StateId, String, &'static str, usize)> = Vec::new();
+    let mut tbm = Vec::new();
+    let mut mask = TokenBitmask::new(vocab.vocab_size());
+    for path in &paths {
+        let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+        let Some(schema) = file.get("schema") else { continue };
+        let Ok(grammar) = compiler.compile_json_schema(schema, &options) else { continue };
+        let (fsm, cache) = (grammar.fsm(), grammar.mask_cache());
+        let mut matcher = GrammarMatcher::new(&grammar);
+        let tests = file.get("tests").and_then(|t| t.as_array()).cloned().unwrap_or_default();
+        let started = Instant::now();
+        for test in &tests {
+            let text = serde_json::to_string(test.get("data").unwrap_or(&serde_json::Value::Null))?;
+            let Ok(ids) = encoder.encode_for_matching(&text) else { continue };
+            matcher.reset();
+            for &id in ids.iter().chain([u32::MAX].iter()) {
+                for slot in matcher.prefetch(0).slots() {
+                    let sliced = cache.uses_loop_slice(fsm, &vocab, slot.state);
+                    let t = Instant::now();
+                    cache.entry(fsm, &vocab, slot.state, slot.below_min);
+                    let us = t.elapsed().as_secs_f64() * 1e6;
+                    let rule = fsm.rules()[fsm.rule_of(slot.state)].name.clone();
+                    let first_bytes = fsm
+                        .byte_edges(slot.state)
+                        .iter()
+                        .map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len())
+                        .sum();
+                    entries.push((us, name.clone(), slot.state, rule, cause(fsm, slot.state, sliced), first_bytes));
+                }
+                let t = Instant::now();
+                matcher.fill_next_token_bitmask(mask.as_words_mut());
+                tbm.push(t.elapsed().as_secs_f64() * 1e6);
+                if id == u32::MAX || !mask.get(id as usize) || !matcher.accept_token(id) {
+                    break;
+                }
+            }
+            if started.elapsed().as_secs() > 20 {
+                break;
+            }
+        }
+    }
+    let mut slow: Vec<_> = entries.iter().filter(|e| e.0 > over_us).collect();
+    slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (us, file, state, rule, cause, first_bytes) in &slow {
+        println!("{us:>9.0} us  {cause:<10} {file} state {state} of {rule}, first-byte tokens {first_bytes}");
+    }
+    let mut per_cause: BTreeMap<&str, (usize, f64, usize, f64)> = BTreeMap::new();
+    for e in &entries {
+        let c = per_cause.entry(e.4).or_default();
+        c.0 += 1;
+        c.1 += e.0;
+        if e.0 > over_us {
+            c.2 += 1;
+            c.3 += e.0;
+        }
+    }
+    println!("files {}, entries {}, fills {}", paths.len(), entries.len(), tbm.len());
+    for (cause, (n, total, n_slow, slow_total)) in &per_cause {
+        println!(
+            "cause {cause:<10} entries {n:>6} total {:>9.1} ms | over {over_us} us: {n_slow:>5} entries, {:>9.1} ms",
+            total / 1e3,
+            slow_total / 1e3
+        );
+    }
+    let costs: Vec<f64> = entries.iter().map(|e| e.0).collect();
+    let s = Summary::of(&costs);
+    println!(
+        "entry cost us: p50 {:.0} p90 {:.0} p99 {:.0} max {:.0} total {:.1} ms",
+        s.p50,
+        s.p90,
+        s.p99,
+        s.max,
+        costs.iter().sum::<f64>() / 1e3
+    );
+    let s = Summary::of(&tbm);
+    println!("fills after their entries us: p50 {:.1} p99 {:.1} max {:.0}", s.p50, s.p99, s.max);
+    Ok(())
+}

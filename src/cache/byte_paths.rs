@@ -1,0 +1,255 @@
+//! Tokens read along byte paths: a fast path for the cache entries of states that no lexical
+//! loop covers, such as a key position whose generic key body is the shared `strtail` rule
+//! (design notes, open problem 1, cause (a)).
+//!
+//! The isolated parser of an entry holds the item of its state. Reading a byte moves every item
+//! along its byte edges, and an item on a state with a rule edge predicts the referenced rule's
+//! start item (and so on, transitively). So a token whose bytes can all be read along one path
+//! of byte edges and predictions, never completing a rule, is read entirely by the parser: it is
+//! *accepted*. An automaton walk finds those tokens: it runs the sets of states such paths reach
+//! (a predicted rule's start joins the set of the state predicting it) over the byte-sorted
+//! vocabulary, sharing prefixes like the parser walk. Paths that complete a rule (a string key
+//! that ends, then `"` and `:`) are not followed: the tokens that need one are walked by the
+//! parser with the rest (see `build::walk_listed`), as are tokens that die in the automaton walk
+//! (the parser decides whether they are rejected or uncertain). The accepted set is therefore
+//! exactly the full walk's, and the rest of the entry is the parser's own verdicts.
+//!
+//! Only plain rules are followed: a counted repetition changes its item's count as it loops, and
+//! a `TagDispatch` rule has its own fast path. A state set larger than [`MAX_SET`] is treated as
+//! a dead end (its tokens go to the parser), which keeps the walk linear in the vocabulary.
+
+use std::sync::Arc;
+
+use super::base::BaseEntry;
+use super::build::{smallest_form_of_bits, walk_listed};
+use crate::earley::Parser;
+use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::tokenizer::Vocabulary;
+use crate::util::bitset::mask_words;
+use crate::util::hash::FastMap;
+use crate::util::sentinel::Sentinel;
+
+/// State sets larger than this end the automaton walk (the parser takes over).
+const MAX_SET: usize = 64;
+
+/// The split of the vocabulary for one state: tokens the automaton walk reads entirely, and
+/// the sorted positions of all others.
+pub(super) struct PathSplit {
+    /// Accepted tokens as a mask by token id (engine layout).
+    accepted: Vec<u32>,
+    /// How many bits `accepted` has set.
+    accepted_len: usize,
+    /// Sorted positions of the tokens left to the parser.
+    rest: Vec<u32>,
+}
+
+/// Whether the walk of this module applies to `state`: its rule is plain and not a dispatch.
+pub(super) fn applies(fsm: &GrammarFsm, state: StateId) -> bool {
+    let r = fsm.rule_of(state);
+    matches!(fsm.rule(r).kind, RuleKind::Plain) && !fsm.dispatch_rules().any(|d| d == r)
+}
+
+/// Per rule, whether the walk follows its predictions: plain rules that are not dispatches.
+fn followed_rules(fsm: &GrammarFsm) -> Vec<bool> {
+    let mut followed: Vec<bool> = fsm.rules().iter().map(|r| matches!(r.kind, RuleKind::Plain)).collect();
+    for d in fsm.dispatch_rules() {
+        followed[d.index()] = false;
+    }
+    followed
+}
+
+impl PathSplit {
+    /// Walks every token of `vocab` from `state` along byte paths (see the module docs).
+    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Self {
+        let ids = vocab.sorted_token_ids();
+        let lcp = vocab.sorted_lcp();
+        let n = ids.len();
+        let mut accepted = vec![0u32; mask_words(vocab.vocab_size())];
+        let mut accepted_len = 0;
+        let mut rest = Vec::new();
+        let mut dfa = LazyDfa::new(fsm, state);
+        // `path[k]`: the set after the first `k` bytes of the last walked token.
+        let mut path = vec![0u32];
+        let mut i = 0;
+        while i < n {
+            let bytes = vocab.sorted_token_bytes(i);
+            path.truncate((lcp[i] as usize).min(path.len() - 1) + 1);
+            let mut k = path.len() - 1;
+            while k < bytes.len() {
+                let next = dfa.step(path[k], bytes[k]);
+                if next == DEAD {
+                    break;
+                }
+                path.push(next);
+                k += 1;
+            }
+            if k == bytes.len() {
+                let id = ids[i];
+                accepted[id as usize / 32] |= 1 << (id % 32);
+                accepted_len += 1;
+                i += 1;
+                continue;
+            }
+            // Every token sharing the first `k + 1` bytes ends the walk at the same byte.
+            let end = (i + 1..n).find(|&j| lcp[j] as usize <= k).unwrap_or(n);
+            rest.extend(i as u32..end as u32);
+            i = end;
+        }
+        PathSplit { accepted, accepted_len, rest }
+    }
+}
+
+/// The transition of a set not computed yet.
+const UNKNOWN: u32 = u32::MAX;
+/// No state reads the byte, or the next set would be too large, or there are too many sets.
+const DEAD: u32 = u32::MAX - 1;
+/// Sets beyond this many end the walk (a `[u32; 256]` row each).
+const MAX_SETS: usize = 4096;
+
+/// The sets of states that byte paths reach, numbered as they are met, with their transitions
+/// filled in on first use: each byte of the walk is then one table lookup.
+struct LazyDfa<'a> {
+    closures: Closures<'a>,
+    sets: Vec<Box<[StateId]>>,
+    ids: FastMap<Box<[StateId]>, u32>,
+    next: Vec<[u32; 256]>,
+    /// Scratch for the next set.
+    targets: Vec<StateId>,
+}
+
+impl<'a> LazyDfa<'a> {
+    /// A DFA whose set 0 is the closure of `state`.
+    fn new(fsm: &'a GrammarFsm, state: StateId) -> Self {
+        let mut closures = Closures::new(fsm);
+        let mut start = closures.of(state).to_vec();
+        start.sort_unstable();
+        let mut dfa =
+            LazyDfa { closures, sets: Vec::new(), ids: FastMap::default(), next: Vec::new(), targets: Vec::new() };
+        dfa.intern(start);
+        dfa
+    }
+
+    fn intern(&mut self, set: Vec<StateId>) -> u32 {
+        if let Some(&id) = self.ids.get(&set[..]) {
+            return id;
+        }
+        if self.sets.len() == MAX_SETS {
+            return DEAD;
+        }
+        let id = self.sets.len() as u32;
+        let set = set.into_boxed_slice();
+        self.ids.insert(set.clone(), id);
+        self.sets.push(set);
+        let mut row = [UNKNOWN; 256];
+        // The sentinel lead byte is never text (see [`Sentinel`]): the parser walk never reads it.
+        for (b, next) in row.iter_mut().enumerate() {
+            if Sentinel::is_lead(b as u8) {
+                *next = DEAD;
+            }
+        }
+        self.next.push(row);
+        id
+    }
+
+    /// The set after reading `b` from set `set`, or [`DEAD`].
+    #[inline]
+    fn step(&mut self, set: u32, b: u8) -> u32 {
+        let next = self.next[set as usize][b as usize];
+        if next != UNKNOWN {
+            return next;
+        }
+        let next = self.compute(set, b);
+        self.next[set as usize][b as usize] = next;
+        next
+    }
+
+    fn compute(&mut self, set: u32, b: u8) -> u32 {
+        let fsm = self.closures.fsm;
+        let mut targets = std::mem::take(&mut self.targets);
+        targets.clear();
+        for &s in self.sets[set as usize].iter() {
+            for e in fsm.byte_edges(s) {
+                if e.lo > b {
+                    break;
+                }
+                if b <= e.hi {
+                    targets.extend_from_slice(self.closures.of(e.target));
+                }
+            }
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        let next = if targets.is_empty() || targets.len() > MAX_SET { DEAD } else { self.intern(targets.clone()) };
+        self.targets = targets;
+        next
+    }
+}
+
+/// Per state, the state and the start states of the rules it predicts, transitively (plain
+/// rules only), computed on first use.
+struct Closures<'a> {
+    fsm: &'a GrammarFsm,
+    followed: Vec<bool>,
+    memo: FastMap<StateId, Box<[StateId]>>,
+}
+
+impl<'a> Closures<'a> {
+    fn new(fsm: &'a GrammarFsm) -> Self {
+        Closures { fsm, followed: followed_rules(fsm), memo: FastMap::default() }
+    }
+
+    fn of(&mut self, s: StateId) -> &[StateId] {
+        let (fsm, followed) = (self.fsm, &self.followed);
+        self.memo.entry(s).or_insert_with(|| {
+            let mut out = vec![s];
+            let mut i = 0;
+            while i < out.len() {
+                for e in fsm.rule_edges(out[i]) {
+                    let start = fsm.rule(e.rule).start;
+                    if followed[e.rule.index()] && !out.contains(&start) {
+                        out.push(start);
+                    }
+                }
+                i += 1;
+            }
+            out.into_boxed_slice()
+        })
+    }
+}
+
+/// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it), from
+/// its [`PathSplit`]: the tokens read along byte paths are accepted, the rest walked by the
+/// parser.
+pub(super) fn paths_base(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+    split: PathSplit,
+) -> BaseEntry {
+    // A token whose first byte the parser cannot read is rejected, as in the full walk (which
+    // skips its whole first-byte block): only the others are walked.
+    let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
+    let mut first = [false; 256];
+    for b in 0..=255u8 {
+        if !Sentinel::is_lead(b) && parser.advance_byte(b) {
+            first[b as usize] = true;
+            parser.pop_bytes(1);
+        }
+    }
+    let rest: Vec<u32> =
+        split.rest.iter().copied().filter(|&p| first[vocab.sorted_token_bytes(p as usize)[0] as usize]).collect();
+    let walk = walk_listed(fsm, context, vocab, state, &rest);
+    let mut bits = split.accepted;
+    let mut count = split.accepted_len;
+    for id in &walk.accepted {
+        // The parser accepts every token the automaton walk does, so none is counted twice;
+        // checked anyway, since a count off by one would pick another form.
+        if bits[id.word()] & id.bit() == 0 {
+            bits[id.word()] |= id.bit();
+            count += 1;
+        }
+    }
+    let accepted = smallest_form_of_bits(vocab, bits, count);
+    walk.into_base(accepted)
+}
