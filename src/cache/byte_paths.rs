@@ -14,8 +14,9 @@
 //! (the parser decides whether they are rejected or uncertain). The accepted set is therefore
 //! exactly the full walk's, and the rest of the entry is the parser's own verdicts.
 //!
-//! Only plain rules are followed: a counted repetition changes its item's count as it loops, and
-//! a `TagDispatch` rule has its own fast path. A state set larger than [`MAX_SET`] is treated as
+//! Only plain rules are followed: a counted repetition changes its item's count as it loops
+//! (the entry's own counted rule is unbounded for the isolated parser, so its loop is followed),
+//! and a `TagDispatch` rule has its own fast path. A state set larger than [`MAX_SET`] is treated as
 //! a dead end (its tokens go to the parser), which keeps the walk linear in the vocabulary.
 
 use std::sync::Arc;
@@ -31,10 +32,15 @@ use crate::util::sentinel::Sentinel;
 
 /// State sets larger than this end the automaton walk (the parser takes over).
 const MAX_SET: usize = 64;
+/// Walks with fewer candidate tokens than this stay with the parser: the automaton walk visits
+/// the whole sorted vocabulary and tests every first byte with the parser first (a fixed cost
+/// of a few hundred µs on a 128k vocabulary), which a short parser walk does not repay
+/// (toolbench's tail doubled with the lexical loops' threshold of 2,048).
+pub(super) const MIN_FIRST_BYTE_TOKENS: usize = 16_384;
 
 /// The split of the vocabulary for one state: tokens the automaton walk reads entirely, and
 /// the sorted positions of all others.
-pub(super) struct PathSplit {
+struct PathSplit {
     /// Accepted tokens as a mask by token id (engine layout).
     accepted: Vec<u32>,
     /// How many bits `accepted` has set.
@@ -43,10 +49,10 @@ pub(super) struct PathSplit {
     rest: Vec<u32>,
 }
 
-/// Whether the walk of this module applies to `state`: its rule is plain and not a dispatch.
+/// Whether the walk of this module applies to `state`: its rule is not a dispatch.
 pub(super) fn applies(fsm: &GrammarFsm, state: StateId) -> bool {
     let r = fsm.rule_of(state);
-    matches!(fsm.rule(r).kind, RuleKind::Plain) && !fsm.dispatch_rules().any(|d| d == r)
+    !fsm.dispatch_rules().any(|d| d == r)
 }
 
 /// Per rule, whether the walk follows its predictions: plain rules that are not dispatches.
@@ -59,8 +65,10 @@ fn followed_rules(fsm: &GrammarFsm) -> Vec<bool> {
 }
 
 impl PathSplit {
-    /// Walks every token of `vocab` from `state` along byte paths (see the module docs).
-    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Self {
+    /// Walks every token of `vocab` from `state` along byte paths (see the module docs); a token
+    /// whose first byte is not in `first` (the parser's first bytes) is neither accepted nor
+    /// left to the parser: the full walk rejects it.
+    fn new(fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId, first: &[bool; 256]) -> Self {
         let ids = vocab.sorted_token_ids();
         let lcp = vocab.sorted_lcp();
         let n = ids.len();
@@ -92,7 +100,9 @@ impl PathSplit {
             }
             // Every token sharing the first `k + 1` bytes ends the walk at the same byte.
             let end = (i + 1..n).find(|&j| lcp[j] as usize <= k).unwrap_or(n);
-            rest.extend(i as u32..end as u32);
+            if k > 0 || first[bytes[0] as usize] {
+                rest.extend(i as u32..end as u32);
+            }
             i = end;
         }
         PathSplit { accepted, accepted_len, rest }
@@ -120,7 +130,7 @@ struct LazyDfa<'a> {
 impl<'a> LazyDfa<'a> {
     /// A DFA whose set 0 is the closure of `state`.
     fn new(fsm: &'a GrammarFsm, state: StateId) -> Self {
-        let mut closures = Closures::new(fsm);
+        let mut closures = Closures::new(fsm, state);
         let mut start = closures.of(state).to_vec();
         start.sort_unstable();
         let mut dfa =
@@ -187,21 +197,40 @@ impl<'a> LazyDfa<'a> {
 
 /// Per state, the state and the start states of the rules it predicts, transitively (plain
 /// rules only), computed on first use.
+///
+/// When the entry's own rule is a counted repetition, the isolated parser treats it as
+/// unbounded (see [`crate::earley::Parser::isolated`]): a state final for the body (other than
+/// the rule's start) also holds the start, a new iteration.
 struct Closures<'a> {
     fsm: &'a GrammarFsm,
     followed: Vec<bool>,
+    /// The entry's own rule, if it is counted.
+    own_counted: Option<crate::fsm::FsmRuleId>,
     memo: FastMap<StateId, Box<[StateId]>>,
 }
 
 impl<'a> Closures<'a> {
-    fn new(fsm: &'a GrammarFsm) -> Self {
-        Closures { fsm, followed: followed_rules(fsm), memo: FastMap::default() }
+    fn new(fsm: &'a GrammarFsm, state: StateId) -> Self {
+        let own = fsm.rule_of(state);
+        let own_counted = matches!(fsm.rule(own).kind, RuleKind::Counted { .. }).then_some(own);
+        Closures { fsm, followed: followed_rules(fsm), own_counted, memo: FastMap::default() }
+    }
+
+    /// Whether `s` is a state of the entry's own counted rule where a new iteration begins.
+    fn loops_back(&self, s: StateId) -> bool {
+        self.own_counted
+            .is_some_and(|r| self.fsm.rule_of(s) == r && s != self.fsm.rule(r).start && self.fsm.is_final(s))
     }
 
     fn of(&mut self, s: StateId) -> &[StateId] {
         let (fsm, followed) = (self.fsm, &self.followed);
+        let loops_back = self.loops_back(s);
+        let own_start = self.own_counted.map(|r| fsm.rule(r).start);
         self.memo.entry(s).or_insert_with(|| {
             let mut out = vec![s];
+            if loops_back {
+                out.extend(own_start);
+            }
             let mut i = 0;
             while i < out.len() {
                 for e in fsm.rule_edges(out[i]) {
@@ -217,16 +246,9 @@ impl<'a> Closures<'a> {
     }
 }
 
-/// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it), from
-/// its [`PathSplit`]: the tokens read along byte paths are accepted, the rest walked by the
-/// parser.
-pub(super) fn paths_base(
-    fsm: &Arc<GrammarFsm>,
-    context: &[StateId],
-    vocab: &Vocabulary,
-    state: StateId,
-    split: PathSplit,
-) -> BaseEntry {
+/// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it): the
+/// tokens read along byte paths are accepted, the rest walked by the parser.
+pub(super) fn paths_base(fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
     // A token whose first byte the parser cannot read is rejected, as in the full walk (which
     // skips its whole first-byte block): only the others are walked.
     let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
@@ -237,9 +259,8 @@ pub(super) fn paths_base(
             parser.pop_bytes(1);
         }
     }
-    let rest: Vec<u32> =
-        split.rest.iter().copied().filter(|&p| first[vocab.sorted_token_bytes(p as usize)[0] as usize]).collect();
-    let walk = walk_listed(fsm, context, vocab, state, &rest);
+    let split = PathSplit::new(fsm, vocab, state, &first);
+    let walk = walk_listed(fsm, context, vocab, state, &split.rest);
     let mut bits = split.accepted;
     let mut count = split.accepted_len;
     for id in &walk.accepted {

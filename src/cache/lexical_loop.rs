@@ -39,7 +39,7 @@ use crate::util::hash::FastMap;
 use crate::util::sentinel::Sentinel;
 
 /// Walks with fewer candidate tokens than this are cheap enough as they are.
-pub(super) const MIN_FIRST_BYTE_TOKENS: usize = 2048;
+const MIN_FIRST_BYTE_TOKENS: usize = 2048;
 /// Rules predicted from one state beyond which it is not treated as simple (escape sequences
 /// predict one or two).
 const MAX_PREDICTED_RULES: usize = 16;
@@ -220,6 +220,20 @@ impl Loop<'_> {
 
     fn leave(&self, s: StateId) -> ByteSet {
         self.leave.get(&s).copied().unwrap_or(ByteSet::EMPTY)
+    }
+
+    /// Whether at least half of the tokens whose first byte `state` reads enter the loop with it
+    /// (a byte edge into a loop state).
+    pub(super) fn mostly_entered_from(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> bool {
+        let (mut inside, mut all) = (0, 0);
+        for e in fsm.byte_edges(state) {
+            let n = vocab.sorted_first_byte_range(e.lo, e.hi).len();
+            all += n;
+            if self.contains(e.target) {
+                inside += n;
+            }
+        }
+        2 * inside >= all
     }
 
     #[inline]

@@ -338,18 +338,22 @@ impl MaskCache {
     /// The base entry of `state` in `context`: from the slice of its lexical loop when it has one
     /// worth it (see `lexical_loop.rs`), else by the vocabulary walk ([`build_base`]).
     ///
-    /// A long walk of a state on no lexical cycle (a key position, a final state, a state that
-    /// predicts a nullable rule) first runs the vocabulary through the automaton along byte
+    /// Another long walk (a key position, a final state, a state that predicts a nullable rule,
+    /// a counted repetition) first runs the vocabulary through the automaton along byte
     /// paths, and walks with the parser only the tokens that need it (see `byte_paths.rs`).
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
         let loops = self.loops.get_or_init(|| lexical_loop::Loops::new(fsm));
-        let in_loop = loops.to_slice(fsm, vocab, state).filter(|_| loops.on_cycle(state));
+        // A state on no cycle takes the slice of the cycles its edges lead to only when most of
+        // its tokens enter them (a string's first byte); else nearly every token would leave
+        // the slice (a key position whose generic body is another rule).
+        let in_loop = loops
+            .to_slice(fsm, vocab, state)
+            .filter(|l| loops.on_cycle(state) || l.mostly_entered_from(fsm, vocab, state));
         let Some(in_loop) = in_loop else {
             if byte_paths::applies(fsm, state)
-                && build::first_byte_candidates(fsm, state, vocab) >= lexical_loop::MIN_FIRST_BYTE_TOKENS
+                && build::first_byte_candidates(fsm, state, vocab) >= byte_paths::MIN_FIRST_BYTE_TOKENS
             {
-                let split = byte_paths::PathSplit::new(fsm, vocab, state);
-                return byte_paths::paths_base(fsm, context, vocab, state, split);
+                return byte_paths::paths_base(fsm, context, vocab, state);
             }
             return build_base(fsm, context, vocab, state);
         };
@@ -486,8 +490,8 @@ pub fn build_base_from_loop(
 }
 
 /// The base entry of `state` in `context` built along byte paths, the parser walking only the
-/// tokens those do not read entirely (`None` when the state's rule is not plain or is a
-/// dispatch; see `byte_paths.rs`), however short its walk would be: the fast path of
+/// tokens those do not read entirely (`None` when the state's rule is a dispatch; see
+/// `byte_paths.rs`), however short its walk would be: the fast path of
 /// [`MaskCache`] alone, for tests and benchmarks to compare with [`build_base`].
 pub fn build_base_by_paths(
     fsm: &Arc<GrammarFsm>,
@@ -495,10 +499,7 @@ pub fn build_base_by_paths(
     vocab: &Vocabulary,
     state: StateId,
 ) -> Option<BaseEntry> {
-    byte_paths::applies(fsm, state).then(|| {
-        let split = byte_paths::PathSplit::new(fsm, vocab, state);
-        byte_paths::paths_base(fsm, context, vocab, state, split)
-    })
+    byte_paths::applies(fsm, state).then(|| byte_paths::paths_base(fsm, context, vocab, state))
 }
 
 /// Per rule, the chain of single use sites (see [`MaskCache::certain_context`]).
