@@ -3,7 +3,10 @@
 //! and counted), near repetition bounds, and on MaskBench schemas with the real Llama 3
 //! vocabulary. (Every data case of `tests/data/` is checked the same way by `data_cases`.)
 
-use maskforge::fsm::FsmLimits;
+use std::sync::Arc;
+
+use maskforge::cache::BaseEntry;
+use maskforge::fsm::{FsmLimits, GrammarFsm, StateId};
 use maskforge::MaskCacheMode;
 use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
 use proptest::prelude::*;
@@ -151,23 +154,32 @@ fn llama3_maskbench_schemas_cache_equals_oracle() {
     assert!(checked >= 15, "only {checked} schemas checked");
 }
 
-/// The lexical-loop fast path (`build_base_from_loop`) against the vocabulary walk
-/// (`build_base`): for every reachable scannable state on a loop, in its certain context.
+/// A fast path of the cache (`fast`, `None` where it does not apply) against the vocabulary walk
+/// (`build_base`): for every reachable scannable state, in its certain context and without.
 /// Returns how many states were compared.
-fn loop_slices_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
-    use maskforge::cache::{build_base, build_base_from_loop, reachable_scannable_states};
+fn fast_path_equals_walks(
+    grammar: &CompiledGrammar,
+    fast: impl Fn(&Arc<GrammarFsm>, &[StateId], &Vocabulary, StateId) -> Option<BaseEntry>,
+) -> Result<usize, TestCaseError> {
+    use maskforge::cache::{build_base, reachable_scannable_states};
     let (fsm, vocab) = (grammar.fsm(), grammar.vocabulary());
     let mut compared = 0;
     for (state, _) in reachable_scannable_states(fsm, vocab) {
         let context = grammar.mask_cache().certain_context(fsm, state);
         for context in [context, &[][..]] {
-            if let Some(fast) = build_base_from_loop(fsm, context, vocab, state) {
+            if let Some(fast) = fast(fsm, context, vocab, state) {
                 prop_assert_eq!(fast, build_base(fsm, context, vocab, state), "state {}", state);
                 compared += 1;
             }
         }
     }
     Ok(compared)
+}
+
+/// The lexical-loop fast path (`build_base_from_loop`) against the vocabulary walk, for every
+/// state on a loop.
+fn loop_slices_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
+    fast_path_equals_walks(grammar, maskforge::cache::build_base_from_loop)
 }
 
 proptest! {
@@ -213,23 +225,10 @@ fn loop_slices_equal_walks_with_real_vocabularies() {
     assert!(compared >= 20, "only {compared} loop states compared");
 }
 
-/// The byte-path fast path (`build_base_by_paths`) against the vocabulary walk (`build_base`):
-/// for every reachable scannable state of a plain rule, in its certain context and without.
-/// Returns how many states were compared.
+/// The byte-path fast path (`build_base_by_paths`) against the vocabulary walk, for every state
+/// outside a dispatch.
 fn byte_paths_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
-    use maskforge::cache::{build_base, build_base_by_paths, reachable_scannable_states};
-    let (fsm, vocab) = (grammar.fsm(), grammar.vocabulary());
-    let mut compared = 0;
-    for (state, _) in reachable_scannable_states(fsm, vocab) {
-        let context = grammar.mask_cache().certain_context(fsm, state);
-        for context in [context, &[][..]] {
-            if let Some(fast) = build_base_by_paths(fsm, context, vocab, state) {
-                prop_assert_eq!(fast, build_base(fsm, context, vocab, state), "state {}", state);
-                compared += 1;
-            }
-        }
-    }
-    Ok(compared)
+    fast_path_equals_walks(grammar, maskforge::cache::build_base_by_paths)
 }
 
 proptest! {
