@@ -85,6 +85,9 @@ fn run() -> Result<ExitCode, String> {
     let summary = soak::run(&compiler, &encoder, &workload, &config, |s| println!("{}", s.line()));
     println!("{}", summary.snapshots.last().map(|s| s.line()).unwrap_or_default());
     println!("{}", summary.text());
+    for (kind, requests) in &summary.error_requests {
+        println!("first requests with {kind}: {}", requests.join("; "));
+    }
     for m in &summary.mismatch_list {
         println!(
             "MISMATCH {}: {} at step {}, token {:?} {:?}: {}",

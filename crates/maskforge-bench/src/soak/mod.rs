@@ -151,6 +151,7 @@ fn summarize(
         mismatches: counters.mismatch_count(),
         mismatch_list: counters.kept_mismatches(),
         errors: counters.errors(),
+        error_requests: counters.error_requests(),
         rss: RssReport::of(start_rss, &snapshots, seconds),
         snapshots,
     }
@@ -177,35 +178,36 @@ impl Worker<'_> {
             Counters::bump(&self.counters.requests);
             // A panic here is a bug of the soak or one the library let through: count it and go
             // on, as a server's request handler would.
-            let served = std::panic::catch_unwind(AssertUnwindSafe(|| self.serve(&request, &mut walker)));
+            let label = request.label();
+            let served = std::panic::catch_unwind(AssertUnwindSafe(|| self.serve(&request, &label, &mut walker)));
             if served.is_err() {
-                self.counters.error("worker_panic");
+                self.counters.error("worker_panic", &label);
             }
         }
     }
 
-    fn serve(&self, request: &Request<'_>, walker: &mut Walker<'_>) {
+    fn serve(&self, request: &Request<'_>, label: &str, walker: &mut Walker<'_>) {
         let grammar = match request.compile(&self.compiler) {
             Ok(g) => g,
             Err(e) => {
                 let stopping = self.stop.load(Ordering::Relaxed) && matches!(e, Error::Interrupted(_));
                 if !stopping {
-                    self.counters.error(&format!("compile_{}", error_kind(&e)));
+                    self.counters.error(&format!("compile_{}", error_kind(&e)), label);
                 }
                 return;
             }
         };
         let Ok(mut ids) = self.encoder.encode_for_matching(&request.text()) else {
-            self.counters.error("tokenize");
+            self.counters.error("tokenize", label);
             return;
         };
         let cut = ids.len() > self.config.max_tokens;
         ids.truncate(self.config.max_tokens);
-        let end = walker.walk(&grammar, &ids, &request.label());
+        let end = walker.walk(&grammar, &ids, label);
         match end.error_kind() {
             // A cut instance need not end where it was cut.
             Some(_) if cut && end == WalkEnd::CannotEnd => Counters::bump(&self.counters.completed),
-            Some(kind) => self.counters.error(kind),
+            Some(kind) => self.counters.error(kind, label),
             None if end == WalkEnd::Completed => Counters::bump(&self.counters.completed),
             None => {}
         }

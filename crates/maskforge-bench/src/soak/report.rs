@@ -11,6 +11,8 @@ use maskforge::GrammarCompiler;
 
 /// Mismatches kept in full (the count goes on past it).
 const KEPT_MISMATCHES: usize = 100;
+/// Requests named per error kind (the first ones), to look into.
+const NAMED_PER_ERROR: usize = 5;
 
 /// A disagreement the soak found: a bug, unlike an [error](Counters::error).
 #[derive(Clone, Debug, Serialize)]
@@ -52,6 +54,7 @@ pub struct Counters {
     mismatch_count: AtomicU64,
     mismatches: Mutex<Vec<Mismatch>>,
     errors: Mutex<BTreeMap<String, u64>>,
+    error_requests: Mutex<BTreeMap<String, Vec<String>>>,
 }
 
 impl Counters {
@@ -62,8 +65,14 @@ impl Counters {
 
     /// Counts an error of `kind`: an outcome that is not a bug (a schema that does not compile,
     /// a compile over its deadline, a valid instance the grammar's policy rejects, ...).
-    pub fn error(&self, kind: &str) {
+    /// `request` labels the request (the first few per kind are kept).
+    pub fn error(&self, kind: &str, request: &str) {
         *self.errors.lock().unwrap_or_else(|p| p.into_inner()).entry(kind.to_owned()).or_default() += 1;
+        let mut named = self.error_requests.lock().unwrap_or_else(|p| p.into_inner());
+        let names = named.entry(kind.to_owned()).or_default();
+        if names.len() < NAMED_PER_ERROR {
+            names.push(request.to_owned());
+        }
     }
 
     /// Records a mismatch and prints it to stderr at once.
@@ -92,6 +101,11 @@ impl Counters {
     /// Errors by kind so far.
     pub fn errors(&self) -> BTreeMap<String, u64> {
         self.errors.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The first requests (at most 5) of each error kind.
+    pub fn error_requests(&self) -> BTreeMap<String, Vec<String>> {
+        self.error_requests.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -282,6 +296,8 @@ pub struct SoakSummary {
     pub mismatch_list: Vec<Mismatch>,
     /// Errors by kind.
     pub errors: BTreeMap<String, u64>,
+    /// The first requests of each error kind.
+    pub error_requests: BTreeMap<String, Vec<String>>,
     /// RSS over the run.
     pub rss: RssReport,
     /// Every periodic snapshot, and the final one.
