@@ -20,7 +20,7 @@ pub struct Mismatch {
     /// The request (MaskBench file, or tool case and tool ids).
     pub label: String,
     /// What disagreed: `oracle` (cached mask vs the exact one), `accept` (a token the mask
-    /// allows is not accepted), `rollback` (a mask after a rollback and replay differs from the
+    /// allows is not accepted, or one it forbids is), `rollback` (a mask after a rollback and replay differs from the
     /// one first computed at that step), `fork` (a matcher's mask changed after a fork of it
     /// moved on).
     pub kind: &'static str,

@@ -19,7 +19,8 @@ const MAX_ROLLBACK: usize = 8;
 pub enum WalkEnd {
     /// Every token was allowed and accepted, and the stop token is allowed at the end.
     Completed,
-    /// The mask forbids a token of the valid instance (a front-end policy, not a bug).
+    /// The mask and `accept_token` both refuse a token of the valid instance (the grammar's
+    /// policy or a ground-truth call the grammar does not take, not a bug of the engine).
     Rejected,
     /// Every token was accepted but the grammar cannot end there.
     CannotEnd,
@@ -134,6 +135,11 @@ impl<'a> Walker<'a> {
             hashes.push(hash);
             let Some(id) = token else { break };
             if !self.mask.get(id as usize) {
+                // A rejection is a verdict of the grammar only if the parser agrees with the mask.
+                if m.accept_token(id) {
+                    let detail = "forbidden by the mask, accepted by accept_token".to_owned();
+                    return Err(self.report(at, "accept", step, token, detail));
+                }
                 return Ok(WalkEnd::Rejected);
             }
             if !m.accept_token(id) {
