@@ -123,6 +123,8 @@ pub use grammar::{
     CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleAttrs, RuleId,
     TagDispatch, TokenSet, Trigger,
 };
+#[doc(hidden)]
+pub use matcher::inject_panic_into_next_fill;
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
 pub use pda::PdaError;
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};

@@ -458,6 +458,30 @@ fn fast_matcher_after_termination_rejects_everything() {
     assert!(!m.is_terminated() && m.can_terminate());
 }
 
+#[test]
+fn fast_a_panic_in_a_fill_poisons_that_matcher_until_reset() {
+    let g = compiler().compile_builtin_json_grammar().unwrap();
+    let (mut poisoned, mut other) = (GrammarMatcher::new(&g), GrammarMatcher::new(&g));
+    assert!(accepts(&mut poisoned, b"[1") && accepts(&mut other, b"[1"));
+    let mut mask = TokenBitmask::new(g.vocabulary().vocab_size());
+    maskforge::inject_panic_into_next_fill();
+    assert!(matches!(poisoned.try_fill_next_token_bitmask(mask.as_words_mut()), Err(MatcherError::Poisoned)));
+    assert!(mask.as_words().iter().all(|&w| w == 0), "a poisoned fill allows nothing");
+    assert!(matches!(poisoned.try_fill_next_token_bitmask(mask.as_words_mut()), Err(MatcherError::Poisoned)));
+    assert!(matches!(poisoned.try_accept_token(tok(b']')), Err(MatcherError::Poisoned)));
+    assert!(!poisoned.accept_token(tok(b']')) && !poisoned.accept_string(b"]"));
+    assert!(matches!(poisoned.rollback(1), Err(MatcherError::Poisoned)));
+    // Another matcher of the grammar (sharing its mask cache) goes on.
+    other.try_fill_next_token_bitmask(mask.as_words_mut()).unwrap();
+    assert!(mask.get(tok(b']') as usize) && mask.get(tok(b',') as usize) && !mask.get(tok(b'}') as usize));
+    assert!(accepts(&mut other, b"]") && other.can_terminate());
+    // `reset` recovers: the same fills as a new matcher.
+    poisoned.reset();
+    assert!(accepts(&mut poisoned, b"[1"));
+    poisoned.try_fill_next_token_bitmask(mask.as_words_mut()).unwrap();
+    assert!(mask.get(tok(b']') as usize) && accepts(&mut poisoned, b"]") && poisoned.can_terminate());
+}
+
 // ---- Deadline and cancellation ---------------------------------------------------------------
 
 #[test]
