@@ -553,9 +553,12 @@ impl GrammarCompiler {
 
 /// The parser a grammar's matchers run, for the one asked for.
 ///
-/// `Auto` takes the Earley parser: see `docs/design-notes.md`, "Decisions" (the PDA path).
+/// `Auto` takes the PDA wherever it serves the grammar, Earley elsewhere: the session 9
+/// ablation measured the PDA at or below Earley per step on every grammar it serves
+/// (`docs/design-notes.md`, "Decisions", the PDA path).
 fn resolve_parser(asked: Parser, fsm: &crate::fsm::GrammarFsm) -> Result<Parser, Error> {
     match asked {
+        Parser::Auto if check_servable(fsm).is_ok() => Ok(Parser::Pda),
         Parser::Auto | Parser::Earley => Ok(Parser::Earley),
         Parser::Pda => {
             check_servable(fsm)?;
