@@ -52,6 +52,17 @@ pub enum Error {
     /// whichever layer noticed.
     #[error(transparent)]
     Interrupted(#[from] crate::util::cancel::Interrupted),
+    /// A compile's source is larger than [`crate::CompilerConfig::max_source_bytes`] (checked
+    /// before any parsing; a JSON value is measured as compact JSON text).
+    #[error("{what} is too large: {bytes} bytes, the limit is {limit} (CompilerConfig::max_source_bytes)")]
+    SourceTooLarge {
+        /// Which source (`"the EBNF grammar"`, `"the JSON Schema"`, `"the tools"`, ...).
+        what: &'static str,
+        /// Its size in bytes (for a JSON value: counted up to one past the limit).
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A compile panicked (a bug, perhaps in a rayon job): caught at the compiler's boundary and
     /// reported with the panic's message instead of unwinding into the caller.
     #[error("internal error (a bug; please report): {0}")]

@@ -98,8 +98,9 @@ pub mod internals {
 pub use cache::{MaskCacheMode, MaskCacheStats, MaskPool, PoolStats};
 pub use compiled::{CompiledGrammar, LoadError, Parser, FORMAT_VERSION as SAVED_FORMAT_VERSION};
 pub use compiler::{
-    CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_POOL_BYTES,
-    DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN, JSON_GRAMMAR_EBNF, JSON_LEVELS_PER_SUBSCHEMA,
+    CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_MAX_SOURCE_BYTES,
+    DEFAULT_POOL_BYTES, DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN, JSON_GRAMMAR_EBNF,
+    JSON_LEVELS_PER_SUBSCHEMA,
 };
 pub use error::Error;
 pub use frontend::ebnf::{parse_ebnf, EbnfError};
@@ -122,6 +123,8 @@ pub use grammar::{
     CharClass, Expr, Grammar, GrammarBuilder, GrammarError, GrammarLimits, Repeat, Rule, RuleAttrs, RuleId,
     TagDispatch, TokenSet, Trigger,
 };
+#[doc(hidden)]
+pub use matcher::inject_panic_into_next_fill;
 pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
 pub use pda::PdaError;
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};

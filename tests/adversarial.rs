@@ -28,8 +28,16 @@ fn ascii_vocab() -> Vocabulary {
     VocabularyBuilder::new().tokens(tokens).special(stop).stop_tokens([stop]).build().unwrap()
 }
 
+/// The source size limit of most cases: above the default, so that the million-way enum (16 MB
+/// of JSON) reaches the phases behind the limit; the 50 MB cases use the default.
+const SOURCE_BYTES: usize = 64 << 20;
+
+fn config() -> CompilerConfig {
+    CompilerConfig::default().max_source_bytes(SOURCE_BYTES)
+}
+
 fn compiler() -> GrammarCompiler {
-    GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().compile_timeout(TIMEOUT))
+    GrammarCompiler::new(ascii_vocab(), config().compile_timeout(TIMEOUT))
 }
 
 /// The id of a one-character token of [`ascii_vocab`].
@@ -272,12 +280,49 @@ fn brackets() -> String {
 
 #[test]
 fn fast_fifty_megabytes_of_brackets_as_sources_are_errors() {
-    let c = compiler();
+    // The default source limit refuses them before any parsing: a length comparison each.
+    let c = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default());
     let text = brackets();
-    assert!(c.compile_grammar(&text).is_err());
-    assert!(c.compile_json_schema_str(&text, &schema_options()).is_err());
-    assert!(c.compile_regex(&text).is_err());
-    assert!(c.compile_structural_tag_str(&text).is_err());
+    let start = Instant::now();
+    let results = [
+        c.compile_grammar(&text),
+        c.compile_json_schema_str(&text, &schema_options()),
+        c.compile_regex(&text),
+        c.compile_structural_tag_str(&text),
+    ];
+    let elapsed = start.elapsed();
+    for r in results {
+        match r {
+            Err(e @ Error::SourceTooLarge { bytes, limit, .. }) => {
+                assert_eq!((bytes, limit), (50 << 20, maskforge::DEFAULT_MAX_SOURCE_BYTES), "{e}");
+            }
+            other => panic!("{:?}", other.map(|_| "compiled")),
+        }
+    }
+    outcome(format_args!("four errors in {elapsed:?}"));
+    assert!(elapsed < Duration::from_millis(100), "{elapsed:?}");
+}
+
+#[test]
+fn fast_json_values_and_tools_over_the_source_limit_are_errors() {
+    let c = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().max_source_bytes(1 << 20));
+    // 1.5 MB as compact JSON: counted, not serialized, and the count stops at the limit.
+    let schema = enum_schema(100_000);
+    let e = c.compile_json_schema(&schema, &schema_options()).unwrap_err();
+    assert!(matches!(e, Error::SourceTooLarge { bytes, .. } if bytes == (1 << 20) + 1), "{e}");
+    let tool = json!({"type": "function", "function": {"name": "f", "parameters": schema}});
+    let choice = maskforge::ToolChoice::from_json(&json!("auto")).unwrap();
+    let e = c.compile_protocol("llama", &[tool], &choice, &maskforge::ProtocolOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::SourceTooLarge { what: "the tools", .. }), "{e}");
+    let tag = json!({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": schema}});
+    assert!(matches!(c.compile_structural_tag(&tag), Err(Error::SourceTooLarge { .. })));
+    // At the limit a source compiles.
+    let small = json!({"enum": ["a"]});
+    let c = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().max_source_bytes(14));
+    assert_eq!(serde_json::to_string(&small).unwrap().len(), 14);
+    assert!(c.compile_json_schema(&small, &schema_options()).is_ok());
+    assert!(c.compile_json_schema_str(r#"{"enum":["a"]}"#, &schema_options()).is_ok());
+    assert!(c.compile_json_schema_str(r#"{"enum": ["a"]}"#, &schema_options()).is_err());
 }
 
 #[test]
@@ -413,11 +458,35 @@ fn fast_matcher_after_termination_rejects_everything() {
     assert!(!m.is_terminated() && m.can_terminate());
 }
 
+#[test]
+fn fast_a_panic_in_a_fill_poisons_that_matcher_until_reset() {
+    let g = compiler().compile_builtin_json_grammar().unwrap();
+    let (mut poisoned, mut other) = (GrammarMatcher::new(&g), GrammarMatcher::new(&g));
+    assert!(accepts(&mut poisoned, b"[1") && accepts(&mut other, b"[1"));
+    let mut mask = TokenBitmask::new(g.vocabulary().vocab_size());
+    maskforge::inject_panic_into_next_fill();
+    assert!(matches!(poisoned.try_fill_next_token_bitmask(mask.as_words_mut()), Err(MatcherError::Poisoned)));
+    assert!(mask.as_words().iter().all(|&w| w == 0), "a poisoned fill allows nothing");
+    assert!(matches!(poisoned.try_fill_next_token_bitmask(mask.as_words_mut()), Err(MatcherError::Poisoned)));
+    assert!(matches!(poisoned.try_accept_token(tok(b']')), Err(MatcherError::Poisoned)));
+    assert!(!poisoned.accept_token(tok(b']')) && !poisoned.accept_string(b"]"));
+    assert!(matches!(poisoned.rollback(1), Err(MatcherError::Poisoned)));
+    // Another matcher of the grammar (sharing its mask cache) goes on.
+    other.try_fill_next_token_bitmask(mask.as_words_mut()).unwrap();
+    assert!(mask.get(tok(b']') as usize) && mask.get(tok(b',') as usize) && !mask.get(tok(b'}') as usize));
+    assert!(accepts(&mut other, b"]") && other.can_terminate());
+    // `reset` recovers: the same fills as a new matcher.
+    poisoned.reset();
+    assert!(accepts(&mut poisoned, b"[1"));
+    poisoned.try_fill_next_token_bitmask(mask.as_words_mut()).unwrap();
+    assert!(mask.get(tok(b']') as usize) && accepts(&mut poisoned, b"]") && poisoned.can_terminate());
+}
+
 // ---- Deadline and cancellation ---------------------------------------------------------------
 
 #[test]
 fn fast_a_zero_timeout_interrupts_every_kind_of_compile() {
-    let c = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().compile_timeout(Duration::ZERO));
+    let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(Duration::ZERO));
     let results = [
         c.compile_grammar(r#"root ::= "a""#),
         c.compile_json_schema(&json!({"type": "integer"}), &schema_options()),
@@ -434,23 +503,29 @@ fn fast_a_zero_timeout_interrupts_every_kind_of_compile() {
 
 #[test]
 fn fast_a_timeout_stops_a_long_compile_in_time() {
-    let limit = Duration::from_millis(200);
-    let c = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default().compile_timeout(limit));
-    let start = Instant::now();
-    match c.compile_json_schema(&enum_schema(1_000_000), &schema_options()) {
-        Err(Error::Interrupted(i)) => assert_eq!(i.reason, InterruptReason::Timeout(limit)),
-        other => panic!("{:?}", other.map(|_| "compiled")),
+    let schema = enum_schema(1_000_000);
+    // 200 ms ends in the JSON Schema lowering; 2 s inside the enum's automaton construction
+    // (one rule, ~10 s to build on a busy machine), whose passes check the watch as they go.
+    for limit in [Duration::from_millis(200), Duration::from_secs(2)] {
+        let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(limit));
+        let start = Instant::now();
+        let phase = match c.compile_json_schema(&schema, &schema_options()) {
+            Err(Error::Interrupted(i)) => {
+                assert_eq!(i.reason, InterruptReason::Timeout(limit));
+                i.phase
+            }
+            other => panic!("{:?}", other.map(|_| "compiled")),
+        };
+        // The bound leaves room for a loaded machine; docs/reliability.md has measured times.
+        let elapsed = start.elapsed();
+        outcome(format_args!("limit {limit:?}: stopped {:?} after it (in {phase})", elapsed.saturating_sub(limit)));
+        assert!(elapsed < limit + Duration::from_secs(3), "{elapsed:?}");
     }
-    // One rule's automaton is built without a check inside (its work is bounded by the
-    // automaton limits, not by time): a 1,000,000-way enum is one such rule, so the compile
-    // stops a few seconds after the limit on a busy machine (docs/reliability.md).
-    outcome(format_args!("stopped after {:?}", start.elapsed()));
-    assert!(start.elapsed() < limit + Duration::from_secs(8), "{:?}", start.elapsed());
 }
 
 #[test]
 fn fast_a_cancelled_token_stops_a_compile_from_another_thread() {
-    let compiler = GrammarCompiler::new(ascii_vocab(), CompilerConfig::default());
+    let compiler = GrammarCompiler::new(ascii_vocab(), config());
     let token = CancelToken::new();
     let handle = compiler.with_cancel_token(token.clone());
     let schema = enum_schema(1_000_000);
@@ -473,9 +548,9 @@ fn fast_a_cancelled_token_stops_a_compile_from_another_thread() {
         Err(Error::Interrupted(i)) => assert_eq!(i.reason, InterruptReason::Cancelled),
         other => panic!("{:?}", other.map(|_| "compiled")),
     }
-    // As with the timeout: within one rule's automaton construction of the cancel.
+    // As with the timeout, whichever phase the cancel lands in.
     outcome(format_args!("stopped {:?} after the cancel", cancelled_at.elapsed()));
-    assert!(cancelled_at.elapsed() < Duration::from_secs(8), "stopped {:?} after the cancel", cancelled_at.elapsed());
+    assert!(cancelled_at.elapsed() < Duration::from_secs(3), "stopped {:?} after the cancel", cancelled_at.elapsed());
     // The interrupted compile left nothing behind: the compiler and its caches serve the next one.
     let g = compiler.compile_json_schema(&json!({"enum": ["x"]}), &schema_options()).unwrap();
     assert!(accepts(&mut GrammarMatcher::new(&g), br#""x""#));

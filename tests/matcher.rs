@@ -90,7 +90,11 @@ proptest! {
         }
         prop_assert_eq!(ok, ok_tokens);
         if ok {
-            prop_assert_eq!(by_string.parser().unwrap().current_items(), by_tokens.parser().unwrap().current_items());
+            // The Earley items themselves where the grammar runs Earley (`Auto` takes the PDA
+            // for the grammars it serves; their masks below are compared either way).
+            if let (Some(a), Some(b)) = (by_string.parser(), by_tokens.parser()) {
+                prop_assert_eq!(a.current_items(), b.current_items());
+            }
             prop_assert_eq!(mask_of(&mut by_string), mask_of(&mut by_tokens));
             prop_assert_eq!(by_string.can_terminate(), by_tokens.can_terminate());
         } else {

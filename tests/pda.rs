@@ -135,6 +135,24 @@ fn grammars_the_pda_does_not_serve_are_typed_errors_and_auto_falls_back() {
 }
 
 #[test]
+fn auto_takes_the_pda_where_it_serves_the_grammar_and_earley_elsewhere() {
+    let vocab = small_vocab();
+    let auto = |source: &str| compiler(&vocab, Parser::Auto).compile_grammar(source).unwrap().parser();
+    // Served: a deterministic nested grammar, and the builtin JSON grammar.
+    assert_eq!(auto(r#"root ::= "a" root "b" | "c""#), Parser::Pda);
+    let json = compiler(&vocab, Parser::Auto).compile_builtin_json_grammar().unwrap();
+    assert_eq!(json.parser(), Parser::Pda);
+    assert!(GrammarMatcher::new(&json).runs_pda());
+    // Not served: left recursion, a counted repetition, a TagDispatch.
+    assert_eq!(auto(r#"root ::= root "a" | "b""#), Parser::Earley);
+    assert_eq!(auto(r#"root ::= "a"{0,500}"#), Parser::Earley);
+    assert_eq!(auto("root ::= TagDispatch((\"tag1\", x))\nx ::= \"a\""), Parser::Earley);
+    // `Earley` stays Earley on a grammar the PDA would serve.
+    let earley = compiler(&vocab, Parser::Earley).compile_grammar(r#"root ::= "a" root "b" | "c""#).unwrap();
+    assert_eq!(earley.parser(), Parser::Earley);
+}
+
+#[test]
 fn the_parser_choice_is_part_of_the_whole_grammar_cache_key_and_is_saved() {
     let vocab = small_vocab();
     let ebnf = r#"root ::= "a" root "b" | "c""#;

@@ -40,6 +40,7 @@ mod build;
 mod byte_paths;
 mod dense;
 mod dispatch;
+mod expansion;
 mod lexical_loop;
 pub mod pool;
 
@@ -53,6 +54,7 @@ pub use base::{BaseAccepted, BaseEntry};
 pub use build::{build_base, build_entry};
 pub use pool::{Lookup, MaskPool, PoolStats};
 
+use crate::fsm::follow::FollowAutomaton;
 use crate::fsm::hash::{hash_rules, FsmHashes};
 use crate::fsm::{lookahead::follow_sets, FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
@@ -209,6 +211,8 @@ pub struct MaskCache {
     follow: Vec<ByteSet>,
     /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
     contexts: Vec<Box<[StateId]>>,
+    /// What may follow each rule, for context expansion (`expansion.rs`), built on first use.
+    follow_automaton: OnceLock<FollowAutomaton>,
     shared: Option<Shared>,
     /// Per `TagDispatch` rule, the tokens its start state reads as free text (see
     /// `dispatch.rs`), computed on first use.
@@ -234,6 +238,7 @@ impl MaskCache {
             dense: (0..EntrySlot::count(fsm.state_len())).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
+            follow_automaton: OnceLock::new(),
             shared: pool.map(|pool| Shared { pool, hashes: hash_rules(fsm) }),
             free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             loops: OnceLock::new(),
@@ -326,6 +331,13 @@ impl MaskCache {
                     (e, lookup as usize)
                 }
                 (None, None) => (Arc::new(self.walk(fsm, context, vocab, state).derive(follow, vocab)), 3),
+            };
+            let e = match free_text {
+                Some(_) => e,
+                None => {
+                    let automaton = self.follow_automaton.get_or_init(|| FollowAutomaton::new(fsm));
+                    expansion::expand(&e, fsm, automaton, context, vocab, state).map_or(e, Arc::new)
+                }
             };
             self.origins[origin].fetch_add(1, Ordering::Relaxed);
             self.built.fetch_add(1, Ordering::Relaxed);

@@ -42,9 +42,9 @@ struct CompiledInner {
 /// by [`CompiledGrammar::parser`]). Both give the same masks; they differ in speed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Parser {
-    /// The compiler's choice: the PDA where it serves the grammar and is measured faster, else
-    /// Earley. Today that is Earley for every grammar: on the builtin JSON grammar the two are
-    /// within noise of each other (`docs/design-notes.md`, "Decisions", the PDA path).
+    /// The compiler's choice: the PDA where it serves the grammar (measured at or below the
+    /// Earley parser per step there), else Earley; [`CompiledGrammar::parser`] says which
+    /// (`docs/design-notes.md`, "Decisions", the PDA path).
     #[default]
     Auto,
     /// The Earley parser: every grammar.

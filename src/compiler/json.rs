@@ -63,6 +63,7 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_json_schema(&self, schema: &Value, options: &JsonSchemaOptions) -> Result<CompiledGrammar, Error> {
+        self.check_source_json("the JSON Schema", &[schema])?;
         let opts = serde_json::to_string(options).map_err(|e| Error::Schema(SchemaError::not_json(&e)))?;
         self.cached(&[b"json-schema", opts.as_bytes()], Some(schema), || {
             let (grammar, report) = match &self.fragments {
@@ -80,6 +81,7 @@ impl GrammarCompiler {
     /// [`JSON_LEVELS_PER_SUBSCHEMA`] × [`JsonSchemaLimits::max_depth`](crate::JsonSchemaLimits)
     /// levels of arrays and objects, else as [`GrammarCompiler::compile_json_schema`].
     pub fn compile_json_schema_str(&self, schema: &str, options: &JsonSchemaOptions) -> Result<CompiledGrammar, Error> {
+        self.check_source_len("the JSON Schema text", schema.len())?;
         self.compile_json_schema(&parse_schema_text(schema, options)?, options)
     }
 
@@ -129,6 +131,7 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_regex(&self, pattern: &str) -> Result<CompiledGrammar, Error> {
+        self.check_source_len("the regex", pattern.len())?;
         self.cached(&[b"regex", pattern.as_bytes()], None, || {
             let expr = regex_to_expr(pattern)?;
             let mut b = GrammarBuilder::new();

@@ -45,6 +45,9 @@ pub const DEFAULT_RULE_FSM_CACHE_STATES: usize = 1_000_000;
 /// Default number of lowered JSON Schema fragments (self-contained `anyOf`/`oneOf` branches,
 /// such as the tools of a request) a compiler keeps.
 pub const DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN: usize = 1_024;
+/// Default limit on the size of one compile's source (EBNF text, regex, JSON Schema, structural
+/// tag, tool list): 4 MiB, eight times MaskBench's largest file (0.5 MB, schema and instances).
+pub const DEFAULT_MAX_SOURCE_BYTES: usize = 4 << 20;
 
 /// Compilation options. Setters take and return the config by value.
 ///
@@ -68,6 +71,7 @@ pub struct CompilerConfig {
     disk_cache: Option<(PathBuf, u64)>,
     compile_timeout: Option<Duration>,
     parser: Parser,
+    max_source_bytes: usize,
 }
 
 impl Default for CompilerConfig {
@@ -84,6 +88,7 @@ impl Default for CompilerConfig {
             disk_cache: None,
             compile_timeout: None,
             parser: Parser::Auto,
+            max_source_bytes: DEFAULT_MAX_SOURCE_BYTES,
         }
     }
 }
@@ -219,6 +224,30 @@ impl CompilerConfig {
     /// The compile time limit, if any.
     pub fn get_compile_timeout(&self) -> Option<Duration> {
         self.compile_timeout
+    }
+
+    /// The largest source a compile call reads (default [`DEFAULT_MAX_SOURCE_BYTES`]): EBNF
+    /// text, a regex, a JSON Schema (its text, or a value's length as compact JSON), a
+    /// structural tag, a protocol request's tools. A larger one fails with
+    /// [`Error::SourceTooLarge`] before any parsing, so its cost is a length (or, for a JSON
+    /// value, a walk of its first `limit` bytes).
+    ///
+    /// # Example
+    /// ```
+    /// use maskforge::{CompilerConfig, Error, GrammarCompiler, VocabularyBuilder};
+    /// let vocab = VocabularyBuilder::new().tokens(["a", "</s>"]).special(1).stop_tokens([1]).build()?;
+    /// let compiler = GrammarCompiler::new(vocab, CompilerConfig::default().max_source_bytes(8));
+    /// let err = compiler.compile_regex("aaaaaaaaa").unwrap_err();
+    /// assert!(matches!(err, Error::SourceTooLarge { bytes: 9, limit: 8, .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_source_bytes(mut self, limit: usize) -> Self {
+        self.max_source_bytes = limit;
+        self
+    }
+    /// The source size limit.
+    pub fn get_max_source_bytes(&self) -> usize {
+        self.max_source_bytes
     }
 
     /// The parser matchers run (default [`Parser::Auto`]). [`Parser::Pda`] makes compiling a
@@ -422,6 +451,27 @@ impl GrammarCompiler {
         self.grammars.get_or_compile(key, from_disk_or_compile)
     }
 
+    /// [`Error::SourceTooLarge`] when a source of `bytes` bytes is over
+    /// [`CompilerConfig::max_source_bytes`].
+    pub(crate) fn check_source_len(&self, what: &'static str, bytes: usize) -> Result<(), Error> {
+        let limit = self.config.max_source_bytes;
+        match bytes > limit {
+            true => Err(Error::SourceTooLarge { what, bytes, limit }),
+            false => Ok(()),
+        }
+    }
+
+    /// [`GrammarCompiler::check_source_len`] for a JSON value, measured as compact JSON text
+    /// ([`crate::util::json::text_len`], which stops counting past the limit).
+    pub(crate) fn check_source_json(&self, what: &'static str, values: &[&serde_json::Value]) -> Result<(), Error> {
+        let limit = self.config.max_source_bytes;
+        let mut bytes = 0usize;
+        for v in values {
+            bytes = bytes.saturating_add(crate::util::json::text_len(v, limit.saturating_sub(bytes)));
+        }
+        self.check_source_len(what, bytes)
+    }
+
     /// The vocabulary grammars are compiled for.
     pub fn vocabulary(&self) -> &Vocabulary {
         &self.vocab
@@ -446,6 +496,7 @@ impl GrammarCompiler {
     /// # Errors
     /// As [`GrammarCompiler::compile_grammar`].
     pub fn compile_grammar_with_root(&self, ebnf: &str, root: &str) -> Result<CompiledGrammar, Error> {
+        self.check_source_len("the EBNF grammar", ebnf.len())?;
         self.cached(&[b"ebnf", ebnf.as_bytes(), root.as_bytes()], None, || self.compile(parse_ebnf(ebnf, root)?))
     }
 
@@ -502,9 +553,12 @@ impl GrammarCompiler {
 
 /// The parser a grammar's matchers run, for the one asked for.
 ///
-/// `Auto` takes the Earley parser: see `docs/design-notes.md`, "Decisions" (the PDA path).
+/// `Auto` takes the PDA wherever it serves the grammar, Earley elsewhere: the session 9
+/// ablation measured the PDA at or below Earley per step on every grammar it serves
+/// (`docs/design-notes.md`, "Decisions", the PDA path).
 fn resolve_parser(asked: Parser, fsm: &crate::fsm::GrammarFsm) -> Result<Parser, Error> {
     match asked {
+        Parser::Auto if check_servable(fsm).is_ok() => Ok(Parser::Pda),
         Parser::Auto | Parser::Earley => Ok(Parser::Earley),
         Parser::Pda => {
             check_servable(fsm)?;

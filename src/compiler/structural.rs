@@ -49,6 +49,7 @@ impl GrammarCompiler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compile_structural_tag(&self, tag: &Value) -> Result<CompiledGrammar, Error> {
+        self.check_source_json("the structural tag", &[tag])?;
         // Keyed by the tag's JSON value (a protocol request's too: its tag is its canonical form).
         self.cached(&[b"structural-tag"], Some(tag), || {
             let (grammar, report) = match &self.fragments {
@@ -64,6 +65,7 @@ impl GrammarCompiler {
     /// # Errors
     /// As [`GrammarCompiler::compile_structural_tag`], and when the text is not JSON.
     pub fn compile_structural_tag_str(&self, tag: &str) -> Result<CompiledGrammar, Error> {
+        self.check_source_len("the structural tag text", tag.len())?;
         self.cached(&[b"structural-tag-text", tag.as_bytes()], None, || {
             let (grammar, report) = structural_tag_str_to_grammar(tag, &self.vocab)?;
             Ok(self.compile(grammar)?.with_json_schema_report(Arc::new(report)))
@@ -85,6 +87,7 @@ impl GrammarCompiler {
         tool_choice: &ToolChoice,
         options: &ProtocolOptions,
     ) -> Result<CompiledGrammar, Error> {
+        self.check_source_json("the tools", &tools.iter().collect::<Vec<_>>())?;
         let tag = protocol_structural_tag(name, tools, tool_choice, options)?;
         self.compile_structural_tag(&tag)
     }
@@ -101,6 +104,7 @@ impl GrammarCompiler {
         tool_choice: &ToolChoice,
         options: &ProtocolOptions,
     ) -> Result<CompiledGrammar, Error> {
+        self.check_source_json("the tools", &tools.iter().collect::<Vec<_>>())?;
         let tag = protocol.structural_tag(tools, tool_choice, options)?;
         self.compile_structural_tag(&tag)
     }

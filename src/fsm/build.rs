@@ -332,19 +332,27 @@ impl Builder<'_> {
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
         nfa.finals[end as usize] = true;
-        localize_rules(nfa.edges.iter_mut().map(|(_, l, _)| l), &mut self.local_of, &mut self.rule_ids);
-        let (max_states, max_work) = (self.limits.max_dfa_states, self.limits.max_dfa_work);
         let built = match self.error.take() {
             Some(e) => Err(e),
-            None => Ok(match self.cache {
-                Some(cache) => cache.get_or_build(&nfa, &[max_states as u64, max_work as u64], |nfa| {
-                    optimize(nfa, max_states, max_work)
-                }),
-                None => Arc::new(optimize(&nfa, max_states, max_work)),
-            }),
+            None => self.finished(&mut nfa),
         };
         self.nfa = nfa;
         built
+    }
+
+    /// The finished automaton of the Thompson automaton `nfa` (whose rule labels this
+    /// localizes), from the cache or built.
+    fn finished(&mut self, nfa: &mut Nfa) -> Result<Arc<FlatFsm>, GrammarError> {
+        // Checked before the passes over the whole automaton, which one rule can make long
+        // (a million-way enum's Thompson automaton has tens of millions of edges).
+        crate::util::cancel::check_now("automaton construction")?;
+        localize_rules(nfa.edges.iter_mut().map(|(_, l, _)| l), &mut self.local_of, &mut self.rule_ids);
+        let (max_states, max_work) = (self.limits.max_dfa_states, self.limits.max_dfa_work);
+        let build = |nfa: &Nfa| optimize(nfa, max_states, max_work).map_err(GrammarError::from);
+        match self.cache {
+            Some(cache) => cache.get_or_build(nfa, &[max_states as u64, max_work as u64], build),
+            None => build(nfa).map(Arc::new),
+        }
     }
 
     /// The automaton of a rule whose body is a `TagDispatch` (see [`tag_dispatch`]): bodies
@@ -398,6 +406,12 @@ impl Builder<'_> {
     /// Sharing `from` is sound because no alternative can come back to it and start another
     /// alternative; sharing `to` because nothing leaves it before the caller continues.
     fn expr_to(&mut self, nfa: &mut Nfa, e: &Expr, from: u32, to: Option<u32>) -> u32 {
+        // One rule can be huge (a million-way enum is one `Choice`): the watch is checked per
+        // expression, and once it trips the rest of the rule is skipped and the error kept.
+        if let Err(interrupted) = crate::util::cancel::check("Thompson construction") {
+            self.error.get_or_insert(interrupted.into());
+            return end_with_epsilon(nfa, from, to);
+        }
         match e {
             Expr::Empty => end_with_epsilon(nfa, from, to),
             Expr::Bytes(bytes) => {

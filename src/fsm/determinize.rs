@@ -14,16 +14,23 @@ use super::minimize::minimize;
 use super::nfa::Nfa;
 use super::suffixes::merge_equal_suffixes;
 use super::Label;
+use crate::util::cancel::{self, Interrupted};
 use crate::util::interner::SliceInterner;
 use std::cell::RefCell;
 
 /// A rule's Thompson automaton → epsilon-free, suffix-merged, and when subset construction
 /// stays within `max_dfa_states` states and `max_dfa_work` (+16 per NFA edge) edges read,
 /// deterministic and minimal; else the epsilon-free, suffix-merged NFA.
-pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) -> FlatFsm {
+///
+/// # Errors
+/// [`Interrupted`] when the compile's watch (`util::cancel`) trips during a pass. The passes
+/// after epsilon removal then give up early and return their input (an equivalent automaton,
+/// only not reduced), so this check at the end is what keeps such an automaton out of the
+/// rule-automaton cache.
+pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) -> Result<FlatFsm, Interrupted> {
     // Merging equal suffixes first shrinks the copies inlining made before the two
     // superlinear steps run.
-    let nfa = merge_equal_suffixes(remove_epsilons(nfa));
+    let nfa = merge_equal_suffixes(remove_epsilons(nfa)?);
     let work = max_dfa_work.saturating_add(nfa.edge_len().saturating_mul(16));
     let mut out = match determinize(nfa, max_dfa_states, work) {
         // Minimization is O(E log n) and finds the unique minimal DFA, so merging suffixes of
@@ -31,13 +38,17 @@ pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) ->
         Ok(dfa) => minimize(dfa),
         Err(nfa) => nfa,
     };
+    cancel::check_now("automaton construction")?;
     out.shrink_to_fit();
-    out
+    Ok(out)
 }
 
 /// Returns an equivalent automaton without epsilon edges, restricted to reachable states,
 /// with edges sorted and duplicates removed. States are numbered in breadth-first order.
-pub(crate) fn remove_epsilons(nfa: &Nfa) -> FlatFsm {
+///
+/// # Errors
+/// [`Interrupted`] when the compile's watch trips (polled every [`cancel::POLL_EVERY`] states).
+pub(crate) fn remove_epsilons(nfa: &Nfa) -> Result<FlatFsm, Interrupted> {
     with_scratch(|scratch| remove_epsilons_with(nfa, scratch))
 }
 
@@ -89,10 +100,10 @@ fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     })
 }
 
-fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> FlatFsm {
+fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> Result<FlatFsm, Interrupted> {
     let n = nfa.state_len();
     let Scratch { offsets, adjacent, mark, closure, new_id, queue, .. } = scratch;
-    nfa.by_source(offsets, adjacent);
+    nfa.by_source(offsets, adjacent)?;
     let edges = |s: u32| &adjacent[offsets[s as usize] as usize..offsets[s as usize + 1] as usize];
     // Only the start and the targets of non-epsilon edges become states, so only their epsilon
     // closures are computed, each when the state is first dequeued.
@@ -108,6 +119,7 @@ fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> FlatFsm {
     out.start = 0;
     let mut qi = 0;
     while qi < queue.len() {
+        cancel::check_at(qi, "epsilon removal")?;
         let s = queue[qi];
         qi += 1;
         closure.clear();
@@ -142,7 +154,7 @@ fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> FlatFsm {
         out.sort_open_edges();
         out.end_state();
     }
-    out
+    Ok(out)
 }
 
 /// Subset construction on an epsilon-free automaton, or `Err` with the automaton unchanged
@@ -150,7 +162,8 @@ fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> FlatFsm {
 /// subsets) would exceed `max_work`: subsets of hundreds of NFA states (unanchored patterns with
 /// many alternatives) cost ~50 µs per DFA state, and such automata usually blow up anyway;
 /// giving up early keeps compile time bounded. An automaton that is already deterministic is
-/// returned as it is.
+/// returned as it is. It also gives up (`Err`, the automaton unchanged) once the compile's
+/// watch trips: the caller's check reports the interruption.
 pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> Result<FlatFsm, FlatFsm> {
     if is_deterministic(&fsm) {
         return Ok(fsm);
@@ -173,6 +186,9 @@ fn determinize_with(
     let mut work = 0usize;
     let mut me = 0u32;
     while (me as usize) < subsets.len() {
+        if cancel::check_at(me as usize, "subset construction").is_err() {
+            return Err(fsm);
+        }
         subset.clear();
         subset.extend_from_slice(subsets.get(me));
         out.finals[me as usize] = subset.iter().any(|&s| fsm.finals[s as usize]);
@@ -397,7 +413,7 @@ mod tests {
                             }
                         }
                     }
-                    (remove_epsilons(&nfa_of(&fsm)), k)
+                    (remove_epsilons(&nfa_of(&fsm)).unwrap(), k)
                 })
         })
     }
@@ -410,7 +426,7 @@ mod tests {
         /// whole pipeline.
         #[test]
         fn steps_keep_the_language(fsm in automaton()) {
-            let plain = remove_epsilons(&nfa_of(&fsm));
+            let plain = remove_epsilons(&nfa_of(&fsm)).unwrap();
             let merged = merge_equal_suffixes(plain.clone());
             prop_assert!(merged.state_len() <= plain.state_len());
             let dfa = determinize(merged.clone(), 10_000, usize::MAX).expect("small automata determinize");
@@ -418,7 +434,7 @@ mod tests {
             let min = minimize(dfa.clone());
             // Merging suffixes before minimizing (as the pipeline once did) changes nothing.
             prop_assert_eq!(minimize(merge_equal_suffixes(dfa.clone())).state_len(), min.state_len());
-            let optimized = optimize(&nfa_of(&fsm), 10_000, usize::MAX);
+            let optimized = optimize(&nfa_of(&fsm), 10_000, usize::MAX).unwrap();
             prop_assert_eq!(optimized.state_len(), min.state_len());
             let (plain, merged, dfa, min, optimized) =
                 (plain.to_fsm(), merged.to_fsm(), dfa.to_fsm(), min.to_fsm(), optimized.to_fsm());
@@ -438,7 +454,7 @@ mod tests {
         /// split across copies are joined); minimizing again merges nothing.
         #[test]
         fn minimize_matches_moore(nfa in automaton(), (copied, classes) in copied_dfa()) {
-            let dfa = determinize(remove_epsilons(&nfa_of(&nfa)), 10_000, usize::MAX).expect("small automata determinize");
+            let dfa = determinize(remove_epsilons(&nfa_of(&nfa)).unwrap(), 10_000, usize::MAX).expect("small automata determinize");
             prop_assert!(minimize(copied.clone()).state_len() <= classes);
             for dfa in [dfa, copied] {
                 let min = minimize(dfa.clone());

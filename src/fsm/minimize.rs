@@ -20,13 +20,15 @@
 
 use super::flat::FlatFsm;
 use super::Label;
+use crate::util::cancel;
 use crate::util::interner::SliceInterner;
 use std::cell::RefCell;
 
 /// The minimal DFA equivalent to a deterministic, epsilon-free automaton (states that reach
 /// no final state are not merged into missing edges: signatures compare edges as they are).
 /// Returns `fsm` itself when no two states are equivalent; otherwise the blocks, numbered in
-/// breadth-first order from the start, edges in the order of the states they come from.
+/// breadth-first order from the start, edges in the order of the states they come from. Also
+/// returns `fsm` itself once the compile's watch trips (`util::cancel`; the caller reports it).
 pub(crate) fn minimize(fsm: FlatFsm) -> FlatFsm {
     if fsm.state_len() <= 1 {
         return fsm;
@@ -86,7 +88,12 @@ fn minimize_with(fsm: FlatFsm, scratch: &mut Scratch) -> FlatFsm {
     let sig = &mut *sig;
     preds.fill(&fsm);
     p.reset_by_finality(&fsm.finals);
+    let mut splits = 0usize;
     while let Some(b) = p.worklist.pop() {
+        if cancel::check_at(splits, "minimization").is_err() {
+            return fsm;
+        }
+        splits += 1;
         let (f, e) = (p.first[b as usize] as usize, p.end[b as usize] as usize);
         let m = std::mem::take(&mut p.marked[b as usize]) as usize;
         if e - f == 1 {

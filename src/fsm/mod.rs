@@ -26,6 +26,7 @@ mod check;
 mod class;
 mod determinize;
 mod flat;
+pub mod follow;
 pub mod hash;
 pub mod lookahead;
 mod minimize;

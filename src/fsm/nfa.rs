@@ -7,6 +7,7 @@
 //! epsilon removal buckets the list by source once (a counting sort, keeping insertion order).
 
 use super::Label;
+use crate::util::cancel::{self, Interrupted};
 use crate::util::hash::FastMap;
 
 /// A Thompson automaton under construction (epsilon edges allowed).
@@ -66,11 +67,16 @@ impl Nfa {
     /// The edges grouped by source, each group in insertion order, written into `offsets` and
     /// `edges` (previous contents replaced): the edges of `s` are
     /// `edges[offsets[s]..offsets[s + 1]]`.
-    pub(crate) fn by_source(&self, offsets: &mut Vec<u32>, edges: &mut Vec<(Label, u32)>) {
+    ///
+    /// # Errors
+    /// [`Interrupted`] when the compile's watch trips (checked every
+    /// [`cancel::POLL_EVERY`] edges: a million-way enum's automaton has tens of millions).
+    pub(crate) fn by_source(&self, offsets: &mut Vec<u32>, edges: &mut Vec<(Label, u32)>) -> Result<(), Interrupted> {
         let n = self.state_len();
         offsets.clear();
         offsets.resize(n + 1, 0);
-        for &(from, _, _) in &self.edges {
+        for (i, &(from, _, _)) in self.edges.iter().enumerate() {
+            cancel::check_at(i, "epsilon removal")?;
             offsets[from as usize + 1] += 1;
         }
         for i in 0..n {
@@ -86,5 +92,6 @@ impl Nfa {
         }
         offsets.remove(0);
         offsets.push(self.edges.len() as u32);
+        Ok(())
     }
 }

@@ -31,6 +31,10 @@ use super::flat::FlatFsm;
 use super::nfa::Nfa;
 use super::Label;
 use crate::util::bounded_cache::BoundedCache;
+use crate::util::cancel::{self, Interrupted};
+
+/// The bytes of a key's encoding hashed at a time (see `key`).
+const KEY_CHUNK: usize = 1 << 16;
 
 /// Counters of a [`RuleFsmCache`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,29 +82,56 @@ impl RuleFsmCache {
 
     /// The finished automaton of the Thompson automaton `nfa` (rule labels local, see the
     /// module docs), from the cache or from `build` (which runs without the lock). `salt`
-    /// covers the build options that change the result.
-    pub(crate) fn get_or_build(&self, nfa: &Nfa, salt: &[u64], build: impl FnOnce(&Nfa) -> FlatFsm) -> Arc<FlatFsm> {
-        let key = key(nfa, salt);
+    /// covers the build options that change the result. A failed build (an interrupted
+    /// compile) is returned and nothing is kept.
+    ///
+    /// # Errors
+    /// `build`'s error, or [`Interrupted`] when the compile's watch trips while the key is
+    /// computed (a pass over the whole automaton).
+    pub(crate) fn get_or_build<E: From<Interrupted>>(
+        &self,
+        nfa: &Nfa,
+        salt: &[u64],
+        build: impl FnOnce(&Nfa) -> Result<FlatFsm, E>,
+    ) -> Result<Arc<FlatFsm>, E> {
+        let key = key(nfa, salt)?;
         if let Some(fsm) = self.inner.lock().get(&key) {
-            return Arc::clone(fsm);
+            return Ok(Arc::clone(fsm));
         }
-        let built = Arc::new(build(nfa));
+        let built = Arc::new(build(nfa)?);
         let released = self.inner.lock().insert(key, Arc::clone(&built));
         drop(released);
-        built
+        Ok(built)
     }
 }
 
 /// The 128-bit key of `nfa` (whose rule labels are local) and `salt`. Thompson construction is
 /// deterministic, so the same rule gives the same states and the same edge order.
-fn key(nfa: &Nfa, salt: &[u64]) -> u128 {
-    let mut buf: Vec<u8> = Vec::with_capacity(8 + 8 * salt.len() + nfa.state_len() + 13 * nfa.edges.len());
+///
+/// Small encodings (almost every rule) are hashed in one call; larger ones in chunks of
+/// [`KEY_CHUNK`] bytes (a million-way enum's automaton is 200 MB of them), with a check of the
+/// watch per chunk. Both give the same hash.
+fn key(nfa: &Nfa, salt: &[u64]) -> Result<u128, Interrupted> {
+    let size = 8 + 8 * salt.len() + nfa.state_len() + 13 * nfa.edges.len();
+    let mut buf: Vec<u8> = Vec::with_capacity(size.min(KEY_CHUNK + 64));
+    let mut hasher: Option<xxhash_rust::xxh3::Xxh3> = None;
+    let mut flush = |buf: &mut Vec<u8>| -> Result<(), Interrupted> {
+        if buf.len() >= KEY_CHUNK {
+            hasher.get_or_insert_with(xxhash_rust::xxh3::Xxh3::new).update(buf);
+            buf.clear();
+            cancel::check_now("rule cache lookup")?;
+        }
+        Ok(())
+    };
     for &s in salt {
         buf.extend_from_slice(&s.to_le_bytes());
     }
     buf.extend_from_slice(&(nfa.state_len() as u32).to_le_bytes());
     buf.extend_from_slice(&nfa.start.to_le_bytes());
-    buf.extend(nfa.finals.iter().map(|&f| f as u8));
+    for finals in nfa.finals.chunks(KEY_CHUNK) {
+        buf.extend(finals.iter().map(|&f| f as u8));
+        flush(&mut buf)?;
+    }
     for &(from, label, to) in &nfa.edges {
         // One fixed-size write per edge: from, a tag and up to 4 bytes of label, to.
         let mut word = [0u8; 13];
@@ -115,8 +146,15 @@ fn key(nfa: &Nfa, salt: &[u64]) -> u128 {
         }
         word[9..].copy_from_slice(&to.to_le_bytes());
         buf.extend_from_slice(&word);
+        flush(&mut buf)?;
     }
-    xxhash_rust::xxh3::xxh3_128(&buf)
+    Ok(match hasher {
+        Some(mut hasher) => {
+            hasher.update(&buf);
+            hasher.digest128()
+        }
+        None => xxhash_rust::xxh3::xxh3_128(&buf),
+    })
 }
 
 #[cfg(test)]
@@ -138,7 +176,7 @@ mod tests {
 
     /// The automaton a build returns in these tests: the chain itself (its edges are in state
     /// order), flat.
-    fn as_fsm(nfa: &Nfa) -> FlatFsm {
+    fn as_fsm(nfa: &Nfa) -> Result<FlatFsm, Interrupted> {
         let mut f = FlatFsm::default();
         for s in 0..nfa.state_len() as u32 {
             f.add_state(nfa.finals[s as usize]);
@@ -148,7 +186,7 @@ mod tests {
             f.end_state();
         }
         f.start = nfa.start;
-        f
+        Ok(f)
     }
 
     #[test]
@@ -157,10 +195,14 @@ mod tests {
         // What two grammars' builders hand in for rules referencing (7, 3, 7) and (40, 2, 40):
         // labels renumbered by first appearance.
         let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(0), Label::Rule(1), Label::Rule(0)]);
-        let built_a = cache.get_or_build(&a, &[1], as_fsm);
-        let built_b = cache.get_or_build(&a.clone(), &[1], |_| panic!("the second grammar's rule is a hit"));
+        let built_a = cache.get_or_build(&a, &[1], as_fsm).unwrap();
+        let built_b = cache
+            .get_or_build(&a.clone(), &[1], |_| -> Result<FlatFsm, Interrupted> {
+                panic!("the second grammar's rule is a hit")
+            })
+            .unwrap();
         assert!(Arc::ptr_eq(&built_a, &built_b));
-        assert_eq!(*built_a, as_fsm(&a));
+        assert_eq!(*built_a, as_fsm(&a).unwrap());
         let s = cache.stats();
         assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
     }
@@ -171,9 +213,9 @@ mod tests {
         let a = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(0), Label::Rule(1)]);
         // The two references are the same rule: another structure.
         let b = chain(&[Label::Bytes(b'x', b'x'), Label::Rule(0), Label::Rule(0)]);
-        cache.get_or_build(&a, &[1], as_fsm);
-        cache.get_or_build(&b, &[1], as_fsm);
-        cache.get_or_build(&a, &[2], as_fsm);
+        for (nfa, salt) in [(&a, 1), (&b, 1), (&a, 2)] {
+            cache.get_or_build(nfa, &[salt], as_fsm).unwrap();
+        }
         assert_eq!(cache.stats().misses, 3);
         assert_eq!(cache.stats().hits, 0);
     }
@@ -184,11 +226,23 @@ mod tests {
         let a = chain(&[Label::Bytes(b'a', b'a'); 4]); // 5 states
         let b = chain(&[Label::Bytes(b'b', b'b'); 4]);
         let big = chain(&[Label::Bytes(b'c', b'c'); 10]); // over the whole budget: not kept
-        cache.get_or_build(&a, &[], as_fsm);
-        cache.get_or_build(&b, &[], as_fsm);
-        cache.get_or_build(&big, &[], as_fsm);
+        cache.get_or_build(&a, &[], as_fsm).unwrap();
+        cache.get_or_build(&b, &[], as_fsm).unwrap();
+        cache.get_or_build(&big, &[], as_fsm).unwrap();
         let s = cache.stats();
         assert_eq!((s.entries, s.states, s.evictions), (1, 5, 1));
-        cache.get_or_build(&b, &[], |_| panic!("b is the most recent"));
+        cache.get_or_build(&b, &[], |_| -> Result<FlatFsm, Interrupted> { panic!("b is the most recent") }).unwrap();
+    }
+
+    #[test]
+    fn a_failed_build_is_not_kept() {
+        let cache = RuleFsmCache::new(1_000);
+        let a = chain(&[Label::Bytes(b'a', b'a')]);
+        let cancelled = Interrupted { reason: cancel::InterruptReason::Cancelled, phase: "test" };
+        assert!(cache.get_or_build(&a, &[], |_| Err(cancelled)).is_err());
+        assert_eq!(cache.stats().entries, 0);
+        // The next build of the same rule runs and is kept.
+        cache.get_or_build(&a, &[], as_fsm).unwrap();
+        assert_eq!((cache.stats().entries, cache.stats().misses), (1, 2));
     }
 }

@@ -2,6 +2,7 @@
 
 use super::flat::FlatFsm;
 use super::Label;
+use crate::util::cancel;
 use crate::util::interner::SliceInterner;
 use std::cell::RefCell;
 
@@ -11,7 +12,8 @@ use std::cell::RefCell;
 /// parts it is already minimal. It is linear, and it removes most of the copies inlining makes
 /// (every inlined string is a copy of the same few states that ends in the same place), so
 /// subset construction runs on far fewer states. Returns `fsm` itself when nothing merges;
-/// otherwise the representatives, numbered in breadth-first order from the start.
+/// otherwise the representatives, numbered in breadth-first order from the start. Also returns
+/// `fsm` itself once the compile's watch trips (`util::cancel`; the caller reports it).
 pub(crate) fn merge_equal_suffixes(fsm: FlatFsm) -> FlatFsm {
     SCRATCH.with_borrow_mut(|scratch| {
         let out = merge_with(fsm, scratch);
@@ -68,6 +70,7 @@ fn merge_with(fsm: FlatFsm, scratch: &mut Scratch) -> FlatFsm {
     stack.clear();
     stack.push((fsm.start, 0));
     state[fsm.start as usize] = 1;
+    let mut finished = 0usize;
     while let Some(&mut (s, ref mut pos)) = stack.last_mut() {
         let edges = fsm.edges(s);
         if *pos < edges.len() {
@@ -80,6 +83,10 @@ fn merge_with(fsm: FlatFsm, scratch: &mut Scratch) -> FlatFsm {
             continue;
         }
         stack.pop();
+        if cancel::check_at(finished, "suffix merging").is_err() {
+            return fsm;
+        }
+        finished += 1;
         state[s as usize] = 2;
         sig.clear();
         sig.push((Label::Epsilon, fsm.finals[s as usize] as u32));

@@ -429,6 +429,9 @@ impl GrammarMatcher {
         // A panic here is a bug (perhaps in a rayon job building a cache entry); caught at this
         // boundary, it poisons this matcher instead of unwinding into the serving loop.
         let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if PANIC_NEXT_FILL.take() {
+                panic!("a fault injected by inject_panic_into_next_fill");
+            }
             if exact {
                 match &mut self.parser {
                     Engine::Earley(parser) => oracle::fill_exact_mask(parser, &vocab, out),
@@ -506,7 +509,7 @@ impl GrammarMatcher {
         Ok(())
     }
 
-    /// Returns to the initial state.
+    /// Returns to the initial state (also leaving the poisoned state).
     pub fn reset(&mut self) {
         // A compacted chart cannot be popped to the start: begin again.
         self.parser = Engine::new(&self.grammar);
@@ -532,4 +535,18 @@ impl GrammarMatcher {
     pub fn runs_pda(&self) -> bool {
         matches!(self.parser, Engine::Pda(_))
     }
+}
+
+thread_local! {
+    /// Set by [`inject_panic_into_next_fill`]; read (and cleared) by every mask computation.
+    static PANIC_NEXT_FILL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Test-only fault injection: the next mask computation on this thread panics inside its
+/// `catch_unwind` boundary, as a bug would, so tests can check that the matcher reports
+/// [`MatcherError::Poisoned`] and that other matchers go on. No input is known to panic there,
+/// so the poisoning path has no other way to run. Costs a thread-local read per fill.
+#[doc(hidden)]
+pub fn inject_panic_into_next_fill() {
+    PANIC_NEXT_FILL.set(true);
 }

@@ -191,6 +191,25 @@ pub fn check(phase: &'static str) -> Result<(), Interrupted> {
     check_now(phase)
 }
 
+/// How many iterations of an automaton pass's loop share one look at the clock and the flag
+/// (see [`check_at`]).
+pub const POLL_EVERY: usize = 1024;
+
+/// [`check_now`] on every [`POLL_EVERY`]th value of the loop counter `i` (`i = 0` included):
+/// for the inner loops of one rule's automaton construction (epsilon removal, suffix merging,
+/// subset construction, minimization), which count their iterations anyway, so the skip costs
+/// a remainder instead of [`check`]'s thread-local counter.
+///
+/// # Errors
+/// As [`check`].
+#[inline]
+pub fn check_at(i: usize, phase: &'static str) -> Result<(), Interrupted> {
+    if i % POLL_EVERY != 0 {
+        return Ok(());
+    }
+    check_now(phase)
+}
+
 /// [`check`] without skipping: at phase boundaries, where a look at the clock is cheap
 /// relative to the work.
 ///
@@ -224,6 +243,15 @@ mod tests {
         assert_eq!(watch.tripped(), Some(Interrupted { reason: InterruptReason::Cancelled, phase: "lowering" }));
         // Uninstalled afterwards.
         check_now("after").unwrap();
+    }
+
+    #[test]
+    fn check_at_polls_every_poll_every_iterations() {
+        let token = CancelToken::new();
+        let watch = Watch::new(None, Some(token.clone())).unwrap();
+        token.cancel();
+        let first = watch.run(|| (1..=2 * POLL_EVERY).find(|&i| check_at(i, "pass").is_err()));
+        assert_eq!(first, Some(POLL_EVERY));
     }
 
     #[test]

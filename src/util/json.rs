@@ -62,6 +62,50 @@ pub fn hash_json(v: &Value, h: &mut xxhash_rust::xxh3::Xxh3) {
     }
 }
 
+/// The length of `v` as compact JSON text, counted up to `cap + 1` at most (so a huge value
+/// costs a walk of its first `cap` bytes, no allocation but the walk's stack): strings and keys
+/// by their UTF-8 bytes plus quotes (escapes not counted), numbers by their digits, `null`,
+/// `true` and `false` by their letters, and separators. Escapes and exponent notation make the
+/// real text longer, so this is a lower bound, which is what a size limit needs: a text that
+/// fits is never refused.
+pub fn text_len(v: &Value, cap: usize) -> usize {
+    let mut len = 0usize;
+    let mut stack: Vec<&Value> = vec![v];
+    while let Some(v) = stack.pop() {
+        len += match v {
+            Value::Null | Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(n) => number_len(n),
+            Value::String(s) => s.len() + 2,
+            // Brackets and the commas between items.
+            Value::Array(items) => {
+                stack.extend(items);
+                2 + items.len().saturating_sub(1)
+            }
+            // Braces, per member its quoted key and a colon, and the commas between members.
+            Value::Object(map) => {
+                stack.extend(map.values());
+                2 + map.len().saturating_sub(1) + map.keys().map(|k| k.len() + 3).sum::<usize>()
+            }
+        };
+        if len > cap {
+            return cap.saturating_add(1);
+        }
+    }
+    len
+}
+
+/// The digits (and sign) of `n` as written by `serde_json`, at least 1.
+fn number_len(n: &serde_json::Number) -> usize {
+    let digits = |u: u64| u.checked_ilog10().map_or(1, |l| l as usize + 1);
+    match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => digits(u),
+        (None, Some(i)) => 1 + digits(i.unsigned_abs()),
+        // Floats: at least a digit, a point and a digit.
+        _ => 3,
+    }
+}
+
 /// How deeply the arrays and objects of a JSON text nest, counting up to `cap + 1` at most (so
 /// a hostile text costs one pass and no allocation). Brackets inside strings do not count.
 /// The text need not be valid JSON: this runs before parsing, to bound the parser's recursion.
@@ -129,5 +173,36 @@ mod depth_tests {
         let value = parse_bounded(&text).unwrap();
         assert!(value.is_array());
         assert!(parse_bounded("[1] x").is_err(), "trailing text is an error");
+    }
+}
+
+#[cfg(test)]
+mod text_len_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn compact_text_is_counted_exactly_without_escapes() {
+        for v in [
+            json!(null),
+            json!([true, false, 0, 17, -3, "ab"]),
+            json!({"type": "object", "properties": {"a": {"enum": [1, 22, 333]}}, "x": []}),
+            json!({}),
+            json!(["é"]),
+        ] {
+            let exact = serde_json::to_string(&v).unwrap().len();
+            assert_eq!(text_len(&v, usize::MAX), exact, "{v}");
+        }
+    }
+
+    #[test]
+    fn the_count_stops_past_the_cap() {
+        let v = json!(["x".repeat(1000), "y".repeat(1000)]);
+        assert_eq!(text_len(&v, 100), 101);
+        // Floats and escapes are counted short: a lower bound.
+        assert!(
+            text_len(&json!([1.5e300, "a\"b"]), usize::MAX)
+                < serde_json::to_string(&json!([1.5e300, "a\"b"])).unwrap().len()
+        );
     }
 }

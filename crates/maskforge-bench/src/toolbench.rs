@@ -424,31 +424,12 @@ fn draw_requests<'a>(
         return Err(format!("--tools-per-request {n}: the pool has {} tools", tools.len()));
     }
     // Calls whose tools are all in the pool and fit in a request.
-    let usable: Vec<&ValidCall> = calls
-        .iter()
-        .filter(|c| {
-            !c.tool_ids.is_empty()
-                && c.tool_ids.len() <= n
-                && c.tool_ids.iter().all(|id| by_id.contains_key(id.as_str()))
-                && c.tool_ids.iter().any(|id| by_id[id.as_str()].name == c.call.name)
-        })
-        .collect();
+    let usable = usable_calls(calls, &by_id, n);
     if usable.is_empty() {
         return Err("no valid call's tools are in the tool pool".into());
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed);
-    let tool_set = |rng: &mut rand::rngs::StdRng, call: &ValidCall| -> Vec<&'a Tool> {
-        let mut set: Vec<&Tool> = call.tool_ids.iter().map(|id| by_id[id.as_str()]).collect();
-        set.dedup_by_key(|t| t.id.as_str());
-        while set.len() < n {
-            let t = &tools[rng.random_range(0..tools.len())];
-            if !set.iter().any(|s| s.id == t.id) {
-                set.push(t);
-            }
-        }
-        set.shuffle(rng);
-        set
-    };
+    let tool_set = |rng: &mut rand::rngs::StdRng, call: &ValidCall| tool_set_for(call, &by_id, tools, n, rng);
     let mut out = Vec::with_capacity(config.requests);
     match config.setting {
         Setting::Dynamic => {
@@ -472,6 +453,43 @@ fn draw_requests<'a>(
         }
     }
     Ok(out)
+}
+
+/// A request's tools: the tools of `call`'s case plus random others from `tools`, `n` in all
+/// (fewer only when the pool is smaller), in random order. `by_id` indexes `tools` by id and
+/// holds every tool of the case ([`usable_calls`] keeps only such calls).
+pub fn tool_set_for<'a>(
+    call: &ValidCall,
+    by_id: &HashMap<&str, &'a Tool>,
+    tools: &'a [Tool],
+    n: usize,
+    rng: &mut impl Rng,
+) -> Vec<&'a Tool> {
+    let mut set: Vec<&Tool> = call.tool_ids.iter().map(|id| by_id[id.as_str()]).collect();
+    set.dedup_by_key(|t| t.id.as_str());
+    let n = n.min(tools.len());
+    while set.len() < n {
+        let t = &tools[rng.random_range(0..tools.len())];
+        if !set.iter().any(|s| s.id == t.id) {
+            set.push(t);
+        }
+    }
+    set.shuffle(rng);
+    set
+}
+
+/// The calls whose case's tools are all in the pool (`by_id`), at most `max_tools` of them, one
+/// of them named as the call.
+pub fn usable_calls<'a>(calls: &'a [ValidCall], by_id: &HashMap<&str, &Tool>, max_tools: usize) -> Vec<&'a ValidCall> {
+    calls
+        .iter()
+        .filter(|c| {
+            !c.tool_ids.is_empty()
+                && c.tool_ids.len() <= max_tools
+                && c.tool_ids.iter().all(|id| by_id.contains_key(id.as_str()))
+                && c.tool_ids.iter().any(|id| by_id[id.as_str()].name == c.call.name)
+        })
+        .collect()
 }
 
 /// Runs one setting on `compiler` (use a fresh compiler per setting for a cold pool).

@@ -412,8 +412,11 @@ fn adversarial_inputs_exit_2_with_one_line() {
     let [utf8, brackets_ebnf, brackets_json, deep, cycle, recursive, truncated, inconsistent, tag, text] = &files;
     assert_one_line_error(&["check", "--regex", r#""[^"]*""#, "--input", text.path()]);
     assert_one_line_error(&["check", "--grammar", utf8.path(), "--text", "a"]);
-    assert_one_line_error(&["check", "--grammar", brackets_ebnf.path(), "--text", "a"]);
-    assert_one_line_error(&["check", "--schema", brackets_json.path(), "--text", "a"]);
+    // 50 MB sources: over the source size limit, refused before parsing.
+    for (flag, file) in [("--grammar", brackets_ebnf), ("--schema", brackets_json)] {
+        let err = assert_one_line_error(&["check", flag, file.path(), "--text", "a"]);
+        assert!(err.contains("too large: 52428800 bytes") && err.contains("max_source_bytes"), "{err}");
+    }
     assert_one_line_error(&["check", "--schema", deep.path(), "--text", "a"]);
     assert_one_line_error(&["check", "--schema", cycle.path(), "--text", "a"]);
     // Design-notes problem 12: this recursive schema with `indent` used to grow without bound;

@@ -1,0 +1,173 @@
+//! What may come after a rule ends, beyond its first byte (XGrammar §3.2, context expansion):
+//! an automaton that over-approximates the language of every possible rest of the input once
+//! a rule has ended, with the stack unknown.
+//!
+//! [`crate::fsm::lookahead`] keeps one byte of that language per rule. This automaton reads a
+//! whole byte string: the mask cache gives it the bytes of an uncertain token after the rule
+//! could have ended, and a token none of whose ends leaves a readable rest is rejected at
+//! entry build instead of being checked at every step.
+//!
+//! It runs on the grammar's own automata without a stack. A rule's end continues at the return
+//! state of *every* rule edge that calls it (the real stack would pick one), and a rule edge
+//! enters the callee's start (whose end again continues at every call site). Every run of the
+//! pushdown reading is therefore a run here, so a byte string this automaton refuses cannot
+//! follow the rule in any context: rejecting on that ground is exact. The converse does not
+//! hold (the automaton accepts more), which only leaves a token uncertain.
+//!
+//! Counted repetitions are read as unbounded (an iteration end may end the rule or start the
+//! next iteration), as [`crate::fsm::lookahead`] does; states of `TagDispatch` free text or
+//! token-level elements are not followed (the automaton then answers "maybe").
+
+use super::{FsmRuleId, GrammarFsm, RuleKind, StateId};
+use crate::util::hash::FastSet;
+use crate::util::sentinel::Sentinel;
+
+/// States a single reading may visit before it answers "maybe": bounds the time one token
+/// costs on a huge grammar (the answer stays exact, only less sharp).
+const MAX_VISITED: usize = 20_000;
+
+/// The stack-free automaton of what may follow each rule of a [`GrammarFsm`] (see the module
+/// documentation).
+#[derive(Debug)]
+pub struct FollowAutomaton {
+    /// Per rule, the return states of the rule edges that call it.
+    returns: Vec<Vec<StateId>>,
+}
+
+impl FollowAutomaton {
+    /// Collects the call sites of every rule of `fsm`.
+    pub fn new(fsm: &GrammarFsm) -> Self {
+        let mut returns = vec![Vec::new(); fsm.rules().len()];
+        for s in fsm.states() {
+            for e in fsm.rule_edges(s) {
+                returns[e.rule.index()].push(e.target);
+            }
+        }
+        for r in &mut returns {
+            r.sort_unstable();
+            r.dedup();
+        }
+        FollowAutomaton { returns }
+    }
+
+    /// Whether `rest` may be read right after rule `rule` ends, in some context: `false` only
+    /// when no stack can read it (the root's end with an empty stack reads nothing more).
+    pub fn may_follow(&self, fsm: &GrammarFsm, rule: FsmRuleId, rest: &[u8]) -> bool {
+        if rest.is_empty() || !Sentinel::is_text(rest) {
+            // Nothing to read, or not text (how the parsers treat that is theirs to say).
+            return true;
+        }
+        let mut reading = Reading { fsm, follow: self, visited: 0, gave_up: false };
+        let mut current = FastSet::default();
+        reading.end_rule(rule, &mut Vec::new(), &mut current);
+        for &b in rest {
+            if reading.gave_up {
+                return true;
+            }
+            if current.is_empty() {
+                return false;
+            }
+            let mut next = FastSet::default();
+            let mut work = Vec::new();
+            for &s in &current {
+                for e in fsm.byte_edges(s) {
+                    if e.lo <= b && b <= e.hi {
+                        work.push(e.target);
+                    }
+                }
+            }
+            reading.close(&mut work, &mut next);
+            current = next;
+        }
+        reading.gave_up || !current.is_empty()
+    }
+}
+
+/// One reading of [`FollowAutomaton::may_follow`]: the closure of state sets, with its budget.
+struct Reading<'a> {
+    fsm: &'a GrammarFsm,
+    follow: &'a FollowAutomaton,
+    visited: usize,
+    /// Set when the budget ran out or a state the automaton does not follow was reached.
+    gave_up: bool,
+}
+
+impl Reading<'_> {
+    /// Adds to `set` the states reached once `rule` has ended (its callers' return states) and
+    /// their closure.
+    fn end_rule(&mut self, rule: FsmRuleId, work: &mut Vec<StateId>, set: &mut FastSet<StateId>) {
+        work.extend_from_slice(&self.follow.returns[rule.index()]);
+        self.close(work, set);
+    }
+
+    /// Adds the states of `work` to `set`, closed under entering called rules and ending rules.
+    fn close(&mut self, work: &mut Vec<StateId>, set: &mut FastSet<StateId>) {
+        let fsm = self.fsm;
+        while let Some(s) = work.pop() {
+            if !set.insert(s) {
+                continue;
+            }
+            self.visited += 1;
+            if self.visited > MAX_VISITED || fsm.is_free_text(s) || fsm.reads_token(s) {
+                self.gave_up = true;
+                return;
+            }
+            for e in fsm.rule_edges(s) {
+                work.push(fsm.rule(e.rule).start);
+            }
+            let rule = fsm.rule_of(s);
+            let (ends, repeats) = match fsm.rule(rule).kind {
+                RuleKind::Plain => (fsm.is_final(s), false),
+                // Out of context any count is possible: an iteration end may end the rule or
+                // start the next iteration.
+                RuleKind::Counted { .. } => (s == fsm.rule(rule).start || fsm.is_final(s), fsm.is_final(s)),
+            };
+            if repeats {
+                work.push(fsm.rule(rule).start);
+            }
+            if ends {
+                work.extend_from_slice(&self.follow.returns[rule.index()]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsm::{build_grammar_fsm, FsmLimits};
+
+    /// The automata of `ebnf` with every rule kept (no inlining), so tests can name them.
+    fn fsm(ebnf: &str) -> GrammarFsm {
+        let limits = FsmLimits { max_inline_states: 0, ..FsmLimits::default() };
+        build_grammar_fsm(&crate::parse_ebnf(ebnf, "root").unwrap(), &limits).unwrap()
+    }
+
+    fn rule(fsm: &GrammarFsm, name: &str) -> FsmRuleId {
+        FsmRuleId::new(fsm.rules().iter().position(|r| r.name == name).unwrap())
+    }
+
+    #[test]
+    fn reads_past_the_first_byte_through_every_caller() {
+        let g = fsm(r#"root ::= "[" item "]" | "{" item ";" "}"
+            item ::= [a-z]+"#);
+        let f = FollowAutomaton::new(&g);
+        let item = rule(&g, "item");
+        assert!(f.may_follow(&g, item, b"]") && f.may_follow(&g, item, b";}"));
+        // The one-byte follow set admits `]` and `;`; the second byte decides.
+        assert!(!f.may_follow(&g, item, b"]]") && !f.may_follow(&g, item, b";;"));
+        assert!(!f.may_follow(&g, g.root(), b"x"), "nothing follows the root");
+    }
+
+    #[test]
+    fn an_ended_callee_returns_into_its_caller_and_beyond() {
+        let g = fsm(r#"root ::= "(" list ")" "!"
+            list ::= elem ("," elem)*
+            elem ::= "x" | "(" list ")""#);
+        let f = FollowAutomaton::new(&g);
+        let elem = rule(&g, "elem");
+        assert!(f.may_follow(&g, elem, b",x,(x))!"));
+        assert!(f.may_follow(&g, elem, b")!"));
+        assert!(!f.may_follow(&g, elem, b")!!") && !f.may_follow(&g, elem, b",,"));
+    }
+}
