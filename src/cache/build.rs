@@ -301,3 +301,62 @@ pub(super) fn smallest_form_of_bits(vocab: &Vocabulary, bits: Vec<u32>, count: u
         BaseAccepted::Bitset(bits.into_boxed_slice())
     }
 }
+
+/// The smallest form (as [`smallest_form`] picks it) of the accepted tokens given as ascending,
+/// disjoint runs of sorted positions `runs` (`runs_len` tokens in all) and the ids `extra`
+/// (accepted outside the runs). When most tokens are accepted, it is built from the others:
+/// an entry that accepts 120k tokens in a few runs costs a pass over the few thousand it does
+/// not accept, not a write per accepted token.
+pub(super) fn smallest_form_of_runs(
+    vocab: &Vocabulary,
+    runs: &[(u32, u32)],
+    runs_len: usize,
+    extra: &[TokenId],
+) -> BaseAccepted {
+    let ids = vocab.sorted_token_ids();
+    let bitset_words = mask_words(vocab.vocab_size());
+    let count = runs_len + extra.len();
+    let not_accepted_len = ids.len() - count;
+    let accepted = || {
+        let in_runs = runs.iter().flat_map(|&(from, to)| ids[from as usize..to as usize].iter());
+        in_runs.map(|&id| TokenId::from_u32(id)).chain(extra.iter().copied())
+    };
+    if count <= not_accepted_len && count <= bitset_words {
+        let mut list: Vec<TokenId> = accepted().collect();
+        list.sort_unstable();
+        return BaseAccepted::Accepted(list.into_boxed_slice());
+    }
+    if not_accepted_len > bitset_words && count <= not_accepted_len {
+        let mut bits = vec![0u32; bitset_words];
+        for id in accepted() {
+            bits[id.word()] |= id.bit();
+        }
+        return BaseAccepted::Bitset(bits.into_boxed_slice());
+    }
+    // Most tokens are accepted: list the others, the gaps between the runs less `extra`.
+    let mut extra_positions: Vec<u32> =
+        extra.iter().map(|id| vocab.sorted_position(id.as_u32()).expect("accepted tokens are normal")).collect();
+    extra_positions.sort_unstable();
+    let mut not_accepted = Vec::with_capacity(not_accepted_len);
+    let mut from = 0u32;
+    let gaps = runs.iter().map(|&(a, b)| (a, b)).chain(std::iter::once((ids.len() as u32, ids.len() as u32)));
+    let mut extra_iter = extra_positions.iter().peekable();
+    for (run_start, run_end) in gaps {
+        for pos in from..run_start {
+            if extra_iter.next_if(|&&p| p == pos).is_none() {
+                not_accepted.push(TokenId::from_u32(ids[pos as usize]));
+            }
+        }
+        from = run_end;
+    }
+    if not_accepted_len <= bitset_words {
+        not_accepted.sort_unstable();
+        return BaseAccepted::NotAccepted(not_accepted.into_boxed_slice());
+    }
+    let mut bits = vocab.normal_token_mask().to_vec();
+    bits.resize(bitset_words, 0);
+    for id in not_accepted {
+        bits[id.word()] &= !id.bit();
+    }
+    BaseAccepted::Bitset(bits.into_boxed_slice())
+}

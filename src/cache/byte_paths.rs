@@ -22,11 +22,11 @@
 use std::sync::Arc;
 
 use super::base::BaseEntry;
-use super::build::{smallest_form_of_bits, walk_listed};
+use super::build::{smallest_form_of_runs, walk_listed};
+use super::region::{Region, RegionTable, Regions};
 use crate::earley::Parser;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
-use crate::util::bitset::mask_words;
 use crate::util::hash::FastMap;
 use crate::util::sentinel::Sentinel;
 
@@ -41,9 +41,9 @@ pub(super) const MIN_FIRST_BYTE_TOKENS: usize = 16_384;
 /// The split of the vocabulary for one state: tokens the automaton walk reads entirely, and
 /// the sorted positions of all others.
 struct PathSplit {
-    /// Accepted tokens as a mask by token id (engine layout).
-    accepted: Vec<u32>,
-    /// How many bits `accepted` has set.
+    /// Accepted tokens as ascending, disjoint runs of sorted positions.
+    accepted: Vec<(u32, u32)>,
+    /// How many tokens `accepted` holds.
     accepted_len: usize,
     /// Sorted positions of the tokens left to the parser.
     rest: Vec<u32>,
@@ -67,21 +67,27 @@ fn followed_rules(fsm: &GrammarFsm) -> Vec<bool> {
 impl PathSplit {
     /// Walks every token of `vocab` from `state` along byte paths (see the module docs); a token
     /// whose first byte is not in `first` (the parser's first bytes) is neither accepted nor
-    /// left to the parser: the full walk rejects it.
-    fn new(fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId, first: &[bool; 256]) -> Self {
-        let ids = vocab.sorted_token_ids();
+    /// left to the parser: the full walk rejects it. A trie node reached by a set whose region
+    /// state reads its whole subtree (see `region.rs`) is accepted at once.
+    fn new(
+        fsm: &GrammarFsm,
+        vocab: &Vocabulary,
+        state: StateId,
+        first: &[bool; 256],
+        regions: &RegionSource<'_>,
+    ) -> Self {
         let lcp = vocab.sorted_lcp();
-        let n = ids.len();
-        let mut accepted = vec![0u32; mask_words(vocab.vocab_size())];
-        let mut accepted_len = 0;
-        let mut rest = Vec::new();
-        let mut dfa = LazyDfa::new(fsm, state);
+        let trie = vocab.trie();
+        let n = lcp.len();
+        let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
+        let mut dfa = LazyDfa::new(fsm, state, regions);
         // `path[k]`: the set after the first `k` bytes of the last walked token.
         let mut path = vec![0u32];
         let mut i = 0;
-        while i < n {
+        'tokens: while i < n {
             let bytes = vocab.sorted_token_bytes(i);
-            path.truncate((lcp[i] as usize).min(path.len() - 1) + 1);
+            let shared = lcp[i] as usize;
+            path.truncate(shared.min(path.len() - 1) + 1);
             let mut k = path.len() - 1;
             while k < bytes.len() {
                 let next = dfa.step(path[k], bytes[k]);
@@ -90,23 +96,49 @@ impl PathSplit {
                 }
                 path.push(next);
                 k += 1;
+                // The node of this prefix starts at `i` (shorter shared ones were tried
+                // before): its whole subtree may be read inside a region.
+                if k > shared {
+                    let node = trie.node(lcp, i, k);
+                    if dfa.reads_subtree(next, node) {
+                        let end = trie.subtree_end(node);
+                        split.accept(i, end);
+                        i = end;
+                        continue 'tokens;
+                    }
+                }
             }
             if k == bytes.len() {
-                let id = ids[i];
-                accepted[id as usize / 32] |= 1 << (id % 32);
-                accepted_len += 1;
+                split.accept(i, i + 1);
                 i += 1;
                 continue;
             }
             // Every token sharing the first `k + 1` bytes ends the walk at the same byte.
-            let end = (i + 1..n).find(|&j| lcp[j] as usize <= k).unwrap_or(n);
+            let end = trie.subtree_end(trie.node(lcp, i, k + 1));
             if k > 0 || first[bytes[0] as usize] {
-                rest.extend(i as u32..end as u32);
+                split.rest.extend(i as u32..end as u32);
             }
             i = end;
         }
-        PathSplit { accepted, accepted_len, rest }
+        split
     }
+
+    /// Accepts the tokens at sorted positions `from..to`.
+    fn accept(&mut self, from: usize, to: usize) {
+        self.accepted_len += to - from;
+        match self.accepted.last_mut() {
+            Some(last) if last.1 == from as u32 => last.1 = to as u32,
+            _ => self.accepted.push((from as u32, to as u32)),
+        }
+    }
+}
+
+/// The tabled regions of a grammar and a way to get their tables (from the pool, or built).
+pub(super) struct RegionSource<'a> {
+    /// The grammar's regions.
+    pub(super) regions: &'a Regions,
+    /// The table of a region.
+    pub(super) table: &'a dyn Fn(&Region) -> Arc<RegionTable>,
 }
 
 /// The transition of a set not computed yet.
@@ -120,7 +152,12 @@ const MAX_SETS: usize = 4096;
 /// filled in on first use: each byte of the walk is then one table lookup.
 struct LazyDfa<'a> {
     closures: Closures<'a>,
+    regions: &'a RegionSource<'a>,
+    /// The tables of the regions met so far, by region.
+    tables: FastMap<usize, Arc<RegionTable>>,
     sets: Vec<Box<[StateId]>>,
+    /// Per set, its states in a tabled region: (region, their bits), if any.
+    in_region: Vec<Option<(usize, u32)>>,
     ids: FastMap<Box<[StateId]>, u32>,
     next: Vec<[u32; 256]>,
     /// Scratch for the next set.
@@ -129,14 +166,32 @@ struct LazyDfa<'a> {
 
 impl<'a> LazyDfa<'a> {
     /// A DFA whose set 0 is the closure of `state`.
-    fn new(fsm: &'a GrammarFsm, state: StateId) -> Self {
+    fn new(fsm: &'a GrammarFsm, state: StateId, regions: &'a RegionSource<'a>) -> Self {
         let mut closures = Closures::new(fsm, state);
         let mut start = closures.of(state).to_vec();
         start.sort_unstable();
-        let mut dfa =
-            LazyDfa { closures, sets: Vec::new(), ids: FastMap::default(), next: Vec::new(), targets: Vec::new() };
+        let mut dfa = LazyDfa {
+            closures,
+            regions,
+            tables: FastMap::default(),
+            sets: Vec::new(),
+            in_region: Vec::new(),
+            ids: FastMap::default(),
+            next: Vec::new(),
+            targets: Vec::new(),
+        };
         dfa.intern(start);
         dfa
+    }
+
+    /// Whether a state of set `set` reads every token of trie node `node`'s subtree inside its
+    /// region (see `region.rs`).
+    #[inline]
+    fn reads_subtree(&mut self, set: u32, node: usize) -> bool {
+        let Some((region, bits)) = self.in_region[set as usize] else { return false };
+        let regions = self.regions;
+        let table = self.tables.entry(region).or_insert_with(|| (regions.table)(regions.regions.region(region)));
+        table.mask(node) & bits != 0
     }
 
     fn intern(&mut self, set: Vec<StateId>) -> u32 {
@@ -147,6 +202,16 @@ impl<'a> LazyDfa<'a> {
             return DEAD;
         }
         let id = self.sets.len() as u32;
+        // The states of one region (the first one met: a set rarely holds two).
+        let mut in_region: Option<(usize, u32)> = None;
+        for &s in &set {
+            match (self.regions.regions.of(s), &mut in_region) {
+                (Some((r, bit)), Some((r0, bits))) if r == *r0 => *bits |= bit,
+                (Some((r, bit)), None) => in_region = Some((r, bit)),
+                _ => {}
+            }
+        }
+        self.in_region.push(in_region);
         let set = set.into_boxed_slice();
         self.ids.insert(set.clone(), id);
         self.sets.push(set);
@@ -248,7 +313,13 @@ impl<'a> Closures<'a> {
 
 /// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it): the
 /// tokens read along byte paths are accepted, the rest walked by the parser.
-pub(super) fn paths_base(fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
+pub(super) fn paths_base(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+    regions: &RegionSource<'_>,
+) -> BaseEntry {
     // A token whose first byte the parser cannot read is rejected, as in the full walk (which
     // skips its whole first-byte block): only the others are walked.
     let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
@@ -259,18 +330,8 @@ pub(super) fn paths_base(fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Voc
             parser.pop_bytes(1);
         }
     }
-    let split = PathSplit::new(fsm, vocab, state, &first);
+    let split = PathSplit::new(fsm, vocab, state, &first, regions);
     let walk = walk_listed(fsm, context, vocab, state, &split.rest);
-    let mut bits = split.accepted;
-    let mut count = split.accepted_len;
-    for id in &walk.accepted {
-        // The parser accepts every token the automaton walk does, so none is counted twice;
-        // checked anyway, since a count off by one would pick another form.
-        if bits[id.word()] & id.bit() == 0 {
-            bits[id.word()] |= id.bit();
-            count += 1;
-        }
-    }
-    let accepted = smallest_form_of_bits(vocab, bits, count);
+    let accepted = smallest_form_of_runs(vocab, &split.accepted, split.accepted_len, &walk.accepted);
     walk.into_base(accepted)
 }

@@ -17,11 +17,18 @@ use std::sync::Arc;
 
 use super::{AdaptiveTokenMask, MaskEntry};
 use crate::earley::Parser;
-use crate::fsm::follow::FollowAutomaton;
+use crate::fsm::follow::{FollowAutomaton, ReadBudget};
 use crate::fsm::{GrammarFsm, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
+
+/// States the follow-automaton readings of one entry may visit in all, and bytes its parser
+/// may read: expansion is an optimization (a token it keeps is checked at run time anyway), so
+/// an entry with tens of thousands of uncertain tokens (a one-character rule shared by every
+/// step of a counted string) stops expanding instead of stalling the step that builds it.
+const ENTRY_VISITS: usize = 100_000;
+const ENTRY_PARSER_BYTES: usize = 64 * 1024;
 
 /// `entry` (the entry of `state` in its certain `context`) without the uncertain tokens no
 /// context can read, or `None` when it keeps them all.
@@ -33,27 +40,40 @@ pub(super) fn expand(
     vocab: &Vocabulary,
     state: StateId,
 ) -> Option<MaskEntry> {
-    if entry.uncertain.is_empty() {
-        return None;
-    }
     // The rule whose end the isolated parser reports (see `Parser::isolated`).
     let outer = context.last().map_or(fsm.rule_of(state), |&q| fsm.rule_of(q));
+    if entry.uncertain.is_empty() || !follow.can_read_after(fsm, outer) {
+        return None;
+    }
     let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
     let base = parser.byte_len();
+    let mut budget = ReadBudget::new(ENTRY_VISITS);
+    let mut parser_bytes = 0;
+    // Consecutive uncertain tokens (ascending sorted positions) share prefixes: the parser
+    // keeps the common part.
+    let mut prev: &[u8] = &[];
+    let mut held = 0;
     let mut rejected = Vec::new();
     let kept: Box<[u32]> = entry
         .uncertain
         .iter()
         .copied()
         .filter(|&pos| {
+            if budget.is_spent() || parser_bytes > ENTRY_PARSER_BYTES {
+                return true;
+            }
             let bytes = vocab.sorted_token_bytes(pos as usize);
             // The sentinel lead byte is never text (as in the walk, `build.rs`).
-            let held = parser.advance_bytes(&bytes[..Sentinel::text_len(bytes)]);
+            let text = &bytes[..Sentinel::text_len(bytes)];
+            let common = crate::tokenizer::common_prefix_len(prev, text).min(held);
+            parser.pop_bytes(held - common);
+            held = common + parser.advance_bytes(&text[common..]);
+            parser_bytes += text.len() - common;
+            prev = text;
             // After each length at which the rule can end, the rest must follow the rule.
             let readable = (1..=held)
                 .filter(|&j| parser.is_accepting_at(base + j))
-                .any(|j| follow.may_follow(fsm, outer, &bytes[j..]));
-            parser.pop_bytes(held);
+                .any(|j| follow.may_follow_within(fsm, outer, &bytes[j..], &mut budget));
             if !readable {
                 rejected.push(TokenId::from_u32(vocab.sorted_token_ids()[pos as usize]));
             }

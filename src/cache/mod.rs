@@ -43,6 +43,7 @@ mod dispatch;
 mod expansion;
 mod lexical_loop;
 pub mod pool;
+mod region;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -222,6 +223,10 @@ pub struct MaskCache {
     loops: OnceLock<lexical_loop::Loops>,
     /// (A std mutex: it is unwind-safe, and the map stays consistent if a holder panics.)
     loop_slices: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<lexical_loop::LoopSlice>>>,
+    /// The grammar's byte regions (see `region.rs`), found on the first walk along byte paths.
+    regions: OnceLock<region::Regions>,
+    /// Without a pool, the tables of the regions this grammar walked.
+    region_tables: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<region::RegionTable>>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -243,6 +248,8 @@ impl MaskCache {
             free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             loops: OnceLock::new(),
             loop_slices: Default::default(),
+            regions: OnceLock::new(),
+            region_tables: Default::default(),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
@@ -365,7 +372,10 @@ impl MaskCache {
             if byte_paths::applies(fsm, state)
                 && build::first_byte_candidates(fsm, state, vocab) >= byte_paths::MIN_FIRST_BYTE_TOKENS
             {
-                return byte_paths::paths_base(fsm, context, vocab, state);
+                let regions = self.regions.get_or_init(|| region::Regions::new(fsm, vocab));
+                let table = |r: &region::Region| self.region_table(vocab, r);
+                let source = byte_paths::RegionSource { regions, table: &table };
+                return byte_paths::paths_base(fsm, context, vocab, state, &source);
             }
             return build_base(fsm, context, vocab, state);
         };
@@ -382,6 +392,21 @@ impl MaskCache {
             }
         };
         lexical_loop::loop_base(fsm, context, vocab, state, &slice)
+    }
+
+    /// The table of byte region `r` over the vocabulary (see `region.rs`): from the pool, or this
+    /// grammar's own map without one; built on first use.
+    fn region_table(&self, vocab: &Vocabulary, r: &region::Region) -> Arc<region::RegionTable> {
+        let build = || region::RegionTable::new(vocab, r);
+        if let Some(sh) = &self.shared {
+            return sh.pool.region_table(r.key, build);
+        }
+        let found = self.region_tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&r.key).cloned();
+        found.unwrap_or_else(|| {
+            let table = Arc::new(build());
+            let mut tables = self.region_tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(tables.entry(r.key).or_insert(table))
+        })
     }
 
     /// Whether the entry of `state` is built from the slice of its lexical loop (see
@@ -482,6 +507,13 @@ impl MaskCache {
             + self.shared.as_ref().map_or(0, |sh| sh.hashes.memory_usage())
             + self.bytes.load(Ordering::Relaxed)
             + self.loop_slices().values().map(|s| s.memory_usage()).sum::<usize>()
+            + self
+                .region_tables
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .values()
+                .map(|t| t.memory_usage())
+                .sum::<usize>()
             + self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum::<usize>()
     }
 }
@@ -511,7 +543,13 @@ pub fn build_base_by_paths(
     vocab: &Vocabulary,
     state: StateId,
 ) -> Option<BaseEntry> {
-    byte_paths::applies(fsm, state).then(|| byte_paths::paths_base(fsm, context, vocab, state))
+    if !byte_paths::applies(fsm, state) {
+        return None;
+    }
+    let regions = region::Regions::new(fsm, vocab);
+    let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
+    let source = byte_paths::RegionSource { regions: &regions, table: &table };
+    Some(byte_paths::paths_base(fsm, context, vocab, state, &source))
 }
 
 /// Per rule, the chain of single use sites (see [`MaskCache::certain_context`]).

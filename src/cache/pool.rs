@@ -51,6 +51,7 @@ use parking_lot::Mutex;
 use super::base::BaseEntry;
 use super::dispatch::FreeTextBase;
 use super::lexical_loop::LoopSlice;
+use super::region::RegionTable;
 use super::MaskEntry;
 use crate::fsm::hash::FsmHashes;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
@@ -168,6 +169,9 @@ pub struct MaskPool {
     /// Slices of lexical loops by [`super::lexical_loop::loop_key`]: one bit per token plus the
     /// tokens leaving the loop, so at most [`LOOP_SLICES`] of them, outside the byte budget too.
     loop_slices: Mutex<BoundedCache<u128, Arc<LoopSlice>>>,
+    /// Tables of byte regions by their key (see `region.rs`): one `u32` per node of the
+    /// vocabulary's token trie (about 1 MiB for a 128k vocabulary), so at most [`REGION_TABLES`].
+    region_tables: Mutex<BoundedCache<u128, Arc<RegionTable>>>,
 }
 
 /// How many free-text bases a pool keeps (a serving process sees a few protocols).
@@ -175,6 +179,9 @@ pub const FREE_TEXT_BASES: usize = 128;
 /// How many lexical-loop slices a pool keeps (string bodies of a few character classes, digit
 /// and whitespace runs: a handful per vocabulary; 16 KiB and up each for a 128k vocabulary).
 pub const LOOP_SLICES: usize = 256;
+/// How many byte-region tables a pool keeps (JSON string bodies under a few policies, key
+/// bodies: a handful per vocabulary).
+pub const REGION_TABLES: usize = 32;
 
 impl std::fmt::Debug for MaskPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -196,6 +203,7 @@ impl MaskPool {
             inner: Mutex::new(Inner { map: BoundedCache::by_weight(budget_bytes, Stored::bytes), partial_hits: 0 }),
             free_text: Mutex::new(BoundedCache::by_count(FREE_TEXT_BASES)),
             loop_slices: Mutex::new(BoundedCache::by_count(LOOP_SLICES)),
+            region_tables: Mutex::new(BoundedCache::by_count(REGION_TABLES)),
         }
     }
 
@@ -209,6 +217,12 @@ impl MaskPool {
     /// by `build` (outside the lock) when absent.
     pub(super) fn loop_slice(&self, key: u128, build: impl FnOnce() -> LoopSlice) -> Arc<LoopSlice> {
         get_or_insert(&self.loop_slices, key, build)
+    }
+
+    /// The table of the byte region under `key` (see `region.rs`), built by `build` (outside the
+    /// lock) when absent.
+    pub(super) fn region_table(&self, key: u128, build: impl FnOnce() -> RegionTable) -> Arc<RegionTable> {
+        get_or_insert(&self.region_tables, key, build)
     }
 
     /// The fingerprint of the vocabulary the pool serves ([`vocabulary_fingerprint`]).

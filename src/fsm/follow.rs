@@ -18,6 +18,8 @@
 //! next iteration), as [`crate::fsm::lookahead`] does; states of `TagDispatch` free text or
 //! token-level elements are not followed (the automaton then answers "maybe").
 
+use std::sync::OnceLock;
+
 use super::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::util::hash::FastSet;
 use crate::util::sentinel::Sentinel;
@@ -32,6 +34,30 @@ const MAX_VISITED: usize = 20_000;
 pub struct FollowAutomaton {
     /// Per rule, the return states of the rule edges that call it.
     returns: Vec<Vec<StateId>>,
+    /// Per rule, the closure of the states reached once it has ended (sorted), or `None` when
+    /// computing it gave up; computed on first use. Every reading after the rule starts there,
+    /// so a rule called from hundreds of places (a character class shared by every step of a
+    /// counted string) pays for its closure once, not once per token.
+    ends: Vec<OnceLock<Option<Box<[StateId]>>>>,
+}
+
+/// What a series of readings may still spend, in visited states: lets a caller bound the
+/// total work of many readings (a cache entry's uncertain tokens), not only each one.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadBudget {
+    left: usize,
+}
+
+impl ReadBudget {
+    /// A budget of `states` visited states.
+    pub fn new(states: usize) -> Self {
+        ReadBudget { left: states }
+    }
+
+    /// Whether nothing is left: every further reading answers "maybe" at once.
+    pub fn is_spent(&self) -> bool {
+        self.left == 0
+    }
 }
 
 impl FollowAutomaton {
@@ -47,28 +73,36 @@ impl FollowAutomaton {
             r.sort_unstable();
             r.dedup();
         }
-        FollowAutomaton { returns }
+        let ends = (0..returns.len()).map(|_| OnceLock::new()).collect();
+        FollowAutomaton { returns, ends }
     }
 
     /// Whether `rest` may be read right after rule `rule` ends, in some context: `false` only
     /// when no stack can read it (the root's end with an empty stack reads nothing more).
     pub fn may_follow(&self, fsm: &GrammarFsm, rule: FsmRuleId, rest: &[u8]) -> bool {
-        if rest.is_empty() || !Sentinel::is_text(rest) {
-            // Nothing to read, or not text (how the parsers treat that is theirs to say).
+        self.may_follow_within(fsm, rule, rest, &mut ReadBudget::new(usize::MAX))
+    }
+
+    /// [`FollowAutomaton::may_follow`], charging the states it visits to `budget` (each
+    /// reading is also bounded on its own); once the budget is spent the answer is "maybe".
+    pub fn may_follow_within(&self, fsm: &GrammarFsm, rule: FsmRuleId, rest: &[u8], budget: &mut ReadBudget) -> bool {
+        if rest.is_empty() || !Sentinel::is_text(rest) || budget.is_spent() {
+            // Nothing to read, not text (how the parsers treat that is theirs to say), or no
+            // budget left.
             return true;
         }
-        let mut reading = Reading { fsm, follow: self, visited: 0, gave_up: false };
-        let mut current = FastSet::default();
-        reading.end_rule(rule, &mut Vec::new(), &mut current);
+        let Some(start) = self.end_closure(fsm, rule) else {
+            return true;
+        };
+        let mut reading =
+            Reading { fsm, follow: self, visited: 0, limit: MAX_VISITED.min(budget.left), gave_up: false };
+        let mut current: FastSet<StateId> = start.iter().copied().collect();
+        let mut work = Vec::new();
         for &b in rest {
-            if reading.gave_up {
-                return true;
-            }
-            if current.is_empty() {
-                return false;
+            if reading.gave_up || current.is_empty() {
+                break;
             }
             let mut next = FastSet::default();
-            let mut work = Vec::new();
             for &s in &current {
                 for e in fsm.byte_edges(s) {
                     if e.lo <= b && b <= e.hi {
@@ -79,7 +113,30 @@ impl FollowAutomaton {
             reading.close(&mut work, &mut next);
             current = next;
         }
+        budget.left -= reading.visited.min(budget.left);
         reading.gave_up || !current.is_empty()
+    }
+
+    /// Whether the closure of the states reached once `rule` has ended is small enough to
+    /// read from: when it is not, every reading after `rule` answers "maybe".
+    pub fn can_read_after(&self, fsm: &GrammarFsm, rule: FsmRuleId) -> bool {
+        self.end_closure(fsm, rule).is_some()
+    }
+
+    /// The states reached once `rule` has ended, closed (see [`FollowAutomaton::ends`]).
+    fn end_closure(&self, fsm: &GrammarFsm, rule: FsmRuleId) -> Option<&[StateId]> {
+        self.ends[rule.index()]
+            .get_or_init(|| {
+                let mut reading = Reading { fsm, follow: self, visited: 0, limit: MAX_VISITED, gave_up: false };
+                let mut set = FastSet::default();
+                reading.end_rule(rule, &mut Vec::new(), &mut set);
+                (!reading.gave_up).then(|| {
+                    let mut states: Vec<StateId> = set.into_iter().collect();
+                    states.sort_unstable();
+                    states.into_boxed_slice()
+                })
+            })
+            .as_deref()
     }
 }
 
@@ -88,6 +145,8 @@ struct Reading<'a> {
     fsm: &'a GrammarFsm,
     follow: &'a FollowAutomaton,
     visited: usize,
+    /// The most states this reading may visit.
+    limit: usize,
     /// Set when the budget ran out or a state the automaton does not follow was reached.
     gave_up: bool,
 }
@@ -108,8 +167,9 @@ impl Reading<'_> {
                 continue;
             }
             self.visited += 1;
-            if self.visited > MAX_VISITED || fsm.is_free_text(s) || fsm.reads_token(s) {
+            if self.visited > self.limit || fsm.is_free_text(s) || fsm.reads_token(s) {
                 self.gave_up = true;
+                work.clear();
                 return;
             }
             for e in fsm.rule_edges(s) {

@@ -36,6 +36,7 @@ mod gguf;
 mod hf;
 mod load;
 mod source;
+mod trie;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -46,6 +47,7 @@ pub use error::VocabError;
 pub use gguf::GgufTokenizer;
 pub use hf::{load_tokenizer, TextEncoder};
 pub use source::TokenizerFiles;
+pub use trie::TokenTrie;
 // The project's test-fixture names: for its own tests, benchmarks and command-line tool.
 pub use source::resolve_tokenizer;
 #[doc(hidden)]
@@ -158,6 +160,8 @@ pub(crate) struct ByteTable {
     max_token_len: usize,
     /// [`Vocabulary::content_fingerprint`], computed on first use (it reads every token).
     fingerprint: std::sync::OnceLock<u64>,
+    /// [`Vocabulary::trie`], computed on first use.
+    trie: std::sync::OnceLock<TokenTrie>,
 }
 
 /// A model's vocabulary: the bytes of every token id, special and stop tokens, and the normal
@@ -549,6 +553,13 @@ impl Vocabulary {
         }
     }
 
+    /// The token trie over [`sorted_token_ids`](Self::sorted_token_ids) (built on first use,
+    /// one pass): a whole subtree of tokens sharing a prefix is one run of sorted positions.
+    pub fn trie(&self) -> &TokenTrie {
+        let b = &*self.bytes;
+        b.trie.get_or_init(|| TokenTrie::new(&b.sorted_lcp, |i| self.sorted_token_bytes(i).len()))
+    }
+
     /// The positions of [`sorted_token_ids`](Self::sorted_token_ids) whose tokens start with a
     /// byte in `lo..=hi`.
     #[inline]
@@ -610,6 +621,7 @@ impl Vocabulary {
             + b.first_byte_start.capacity() * 4
             + b.normal_mask.capacity() * 4
             + b.token_mask.capacity() * 4
+            + b.trie.get().map_or(0, TokenTrie::memory_usage)
             + self.stop_ids.len() * 4
     }
 
@@ -785,6 +797,7 @@ pub(crate) fn build_byte_table(
         token_mask,
         max_token_len,
         fingerprint: std::sync::OnceLock::new(),
+        trie: std::sync::OnceLock::new(),
     })
 }
 

@@ -1,0 +1,294 @@
+//! Byte regions: whole subtrees of the token trie accepted at once by the walks along byte paths
+//! (`byte_paths.rs`), from a table computed once per vocabulary and region.
+//!
+//! A *region* is a strongly connected set of states of one plain rule under byte edges, holding
+//! a cycle: the body of a JSON string (its UTF-8 and escape states), a run of digits. Whether a
+//! string of bytes can be read from a region state without leaving the region (every byte on an
+//! edge to another region state) depends only on the region's own edges. So for every node of
+//! the vocabulary's token trie ([`crate::tokenizer::TokenTrie`]) a [`RegionTable`] records the
+//! region states from which *every* token of the node's subtree, read from the node's depth on,
+//! stays in the region: a bitmask of at most [`MAX_REGION_STATES`] states per node, computed
+//! bottom-up in one pass over the trie.
+//!
+//! A walk along byte paths holds, at a trie node, the set of states the prefix reaches. When
+//! that set holds a region state whose bit the node's mask has, the isolated parser, which
+//! holds the same state, reads every token of the subtree to its end along that state's byte
+//! edges: all of them are accepted, and the walk skips the subtree. On a JSON string body or a
+//! key position of a 128k vocabulary, that replaces ~120k token walks by a few thousand node
+//! visits (the subtrees holding a quote, a backslash or a control byte).
+//!
+//! The table depends on the vocabulary and the region's structure only (its states numbered
+//! breadth first from a canonical start, [`super::lexical_loop::region_key`]), so the pool keeps
+//! it for every grammar of the vocabulary, like the slices of lexical loops.
+
+use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::tokenizer::Vocabulary;
+use crate::util::byteset::ByteSet;
+use crate::util::sentinel::Sentinel;
+
+/// Regions larger than this are not tabled (a mask is one `u32` per trie node).
+pub(crate) const MAX_REGION_STATES: usize = 32;
+/// A region is tabled only when some state of it reads the first byte of at least this many
+/// tokens (or half a smaller vocabulary) without leaving it: the table costs a pass over the
+/// whole trie, repaid only where walks are long (string bodies, not digit runs).
+const MIN_FIRST_BYTE_TOKENS: usize = 16_384;
+/// No region-internal transition on a byte.
+const NONE: u8 = u8::MAX;
+
+/// One region of a grammar: its states in canonical order and their transitions.
+#[derive(Debug)]
+pub(crate) struct Region {
+    /// The states, in breadth-first order from the canonical start: bit `k` of a mask is
+    /// `states[k]`.
+    states: Box<[StateId]>,
+    /// Per state (same order), per byte, the index of the region state its edge leads to, or
+    /// [`NONE`] (no edge, an edge out of the region, or the sentinel lead byte).
+    next: Box<[[u8; 256]]>,
+    /// The structural key of the region (pool key of its table).
+    pub(crate) key: u128,
+}
+
+/// The tabled regions of a grammar, found on first use.
+#[derive(Debug)]
+pub(crate) struct Regions {
+    /// Per state: `region << 8 | index in the region`, or `u32::MAX`.
+    member: Vec<u32>,
+    regions: Vec<Region>,
+}
+
+impl Regions {
+    /// The regions of `fsm` worth a table for `vocab` (see the module docs).
+    pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
+        let n = fsm.state_len();
+        let dispatch: Vec<_> = fsm.dispatch_rules().collect();
+        let eligible: Vec<bool> = fsm
+            .states()
+            .map(|s| {
+                let rule = fsm.rule_of(s);
+                let edges = fsm.byte_edges(s);
+                matches!(fsm.rule(rule).kind, RuleKind::Plain)
+                    && !dispatch.contains(&rule)
+                    && edges.windows(2).all(|w| w[0].hi < w[1].lo)
+            })
+            .collect();
+        let successors = |i: usize| {
+            let edges = if eligible[i] { fsm.byte_edges(StateId::new(i)) } else { &[] };
+            edges.iter().map(|e| e.target.index()).filter(|&t| eligible[t])
+        };
+        let component = crate::util::scc::strongly_connected_components(n, successors);
+        let mut members: crate::util::hash::FastMap<u32, Vec<StateId>> = Default::default();
+        for (i, &c) in component.iter().enumerate() {
+            if eligible[i] {
+                members.entry(c).or_default().push(StateId::new(i));
+            }
+        }
+        let mut candidates: Vec<Vec<StateId>> = members
+            .into_values()
+            .filter(|m| m.len() <= MAX_REGION_STATES)
+            .filter(|m| m.len() > 1 || fsm.byte_edges(m[0]).iter().any(|e| e.target == m[0]))
+            .collect();
+        candidates.iter_mut().for_each(|m| m.sort_unstable());
+        candidates.sort_unstable();
+        let mut out = Regions { member: vec![u32::MAX; n], regions: Vec::new() };
+        for states in candidates {
+            let Some(region) = Region::new(fsm, vocab, &states) else { continue };
+            let r = out.regions.len() as u32;
+            for (k, &s) in region.states.iter().enumerate() {
+                out.member[s.index()] = r << 8 | k as u32;
+            }
+            out.regions.push(region);
+        }
+        out
+    }
+
+    /// The tabled region `s` belongs to and its bit there.
+    #[inline]
+    pub(crate) fn of(&self, s: StateId) -> Option<(usize, u32)> {
+        let m = self.member[s.index()];
+        (m != u32::MAX).then(|| ((m >> 8) as usize, 1 << (m & 0xff)))
+    }
+
+    /// Region `r`.
+    pub(crate) fn region(&self, r: usize) -> &Region {
+        &self.regions[r]
+    }
+}
+
+impl Region {
+    /// The region of the states `members` (sorted, one strongly connected set), or `None` when
+    /// it is not worth a table.
+    fn new(fsm: &GrammarFsm, vocab: &Vocabulary, members: &[StateId]) -> Option<Self> {
+        let inside = |s: StateId| members.binary_search(&s).is_ok();
+        let reads = |s: StateId| -> usize {
+            let edges = fsm.byte_edges(s).iter().filter(|e| inside(e.target));
+            edges.map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len()).sum()
+        };
+        let start = members.iter().copied().max_by_key(|&s| (reads(s), std::cmp::Reverse(s)))?;
+        if reads(start) < MIN_FIRST_BYTE_TOKENS.min(vocab.sorted_token_ids().len() / 2) {
+            return None;
+        }
+        // Breadth-first from the start, as `region_key` numbers them.
+        let mut states = vec![start];
+        let mut i = 0;
+        while i < states.len() {
+            for e in fsm.byte_edges(states[i]) {
+                if inside(e.target) && !states.contains(&e.target) {
+                    states.push(e.target);
+                }
+            }
+            i += 1;
+        }
+        let index = |s: StateId| states.iter().position(|&t| t == s);
+        let next = states
+            .iter()
+            .map(|&s| {
+                let mut row = [NONE; 256];
+                for e in fsm.byte_edges(s) {
+                    if let Some(k) = index(e.target) {
+                        for b in e.lo..=e.hi {
+                            if !Sentinel::is_lead(b) {
+                                row[b as usize] = k as u8;
+                            }
+                        }
+                    }
+                }
+                row
+            })
+            .collect();
+        let key = super::lexical_loop::region_key(fsm, start, inside, |_| ByteSet::EMPTY);
+        Some(Region { states: states.into_boxed_slice(), next, key })
+    }
+
+    /// The region states that read `b` into a region state of `mask`.
+    fn reading_into(&self, b: u8, mask: u32) -> u32 {
+        let mut out = 0;
+        for (k, row) in self.next.iter().enumerate() {
+            let t = row[b as usize];
+            if t != NONE && mask >> t & 1 == 1 {
+                out |= 1 << k;
+            }
+        }
+        out
+    }
+
+    /// The mask of all the region's states.
+    fn all(&self) -> u32 {
+        u32::MAX >> (32 - self.states.len())
+    }
+}
+
+/// Per node of a vocabulary's token trie, the states of one region from which every token of
+/// the node's subtree, read from the node's depth on, stays in the region (see the module docs).
+#[derive(Debug)]
+pub(crate) struct RegionTable {
+    masks: Box<[u32]>,
+}
+
+impl RegionTable {
+    /// The table of `region` over `vocab`'s trie: one pass over the sorted vocabulary, each node
+    /// closed (its mask final) when the walk leaves its subtree, and folded into its parent.
+    pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
+        let trie = vocab.trie();
+        let lcp = vocab.sorted_lcp();
+        let all = region.all();
+        // Reading a byte into "anywhere in the region" is the common case (a leaf's mask).
+        let into_all: Vec<u32> = (0..=255u8).map(|b| region.reading_into(b, all)).collect();
+        let mut masks = vec![0u32; trie.node_count()];
+        // The open nodes by depth - 1: (node, its byte, the mask so far).
+        let mut open: Vec<(u32, u8, u32)> = Vec::new();
+        let close = |open: &mut Vec<(u32, u8, u32)>, masks: &mut [u32]| {
+            let (node, b, mask) = open.pop().expect("a node to close");
+            masks[node as usize] = mask;
+            let up = if mask == all { into_all[b as usize] } else { region.reading_into(b, mask) };
+            if let Some(parent) = open.last_mut() {
+                parent.2 &= up;
+            }
+        };
+        let mut node = 0u32;
+        for (pos, &shared) in lcp.iter().enumerate() {
+            let shared = shared as usize;
+            while open.len() > shared {
+                close(&mut open, &mut masks);
+            }
+            let bytes = vocab.sorted_token_bytes(pos);
+            for &b in &bytes[shared..] {
+                open.push((node, b, all));
+                node += 1;
+            }
+        }
+        while !open.is_empty() {
+            close(&mut open, &mut masks);
+        }
+        RegionTable { masks: masks.into_boxed_slice() }
+    }
+
+    /// The region states from which every token of `node`'s subtree stays in the region.
+    #[inline]
+    pub(crate) fn mask(&self, node: usize) -> u32 {
+        self.masks[node]
+    }
+
+    /// Heap bytes used.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.masks.len() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsm::{build_grammar_fsm, FsmLimits};
+    use crate::tokenizer::VocabularyBuilder;
+
+    /// Every token over a small alphabet up to length 3, with a multi-byte character and the
+    /// sentinel lead byte.
+    fn vocab() -> Vocabulary {
+        let alphabet: [&[u8]; 6] = [b"a", b"b", b"\"", b"\\", "\u{e9}".as_bytes(), &[0xFF]];
+        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..3 {
+            layer = layer.iter().flat_map(|p| alphabet.iter().map(move |c| [p.as_slice(), c].concat())).collect();
+            tokens.extend(layer.iter().cloned());
+        }
+        tokens.push(vec![0xC3]);
+        VocabularyBuilder::new().tokens(tokens).build().unwrap()
+    }
+
+    /// Whether `rest` read from region state `k` stays in the region.
+    fn stays(region: &Region, mut k: usize, rest: &[u8]) -> bool {
+        for &b in rest {
+            match region.next[k][b as usize] {
+                NONE => return false,
+                t => k = t as usize,
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn node_masks_hold_exactly_the_states_reading_the_whole_subtree() {
+        let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9" | "\\" [ab"])* "\"" "#, "root").unwrap();
+        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+        let vocab = vocab();
+        let regions = Regions::new(&fsm, &vocab);
+        assert_eq!(regions.regions.len(), 1, "the string body is one region");
+        let region = regions.region(0);
+        assert!(region.states.len() >= 3, "body, escape and the middle of `é`");
+        let table = RegionTable::new(&vocab, region);
+        let (trie, lcp) = (vocab.trie(), vocab.sorted_lcp());
+        let mut checked = 0;
+        for pos in 0..lcp.len() {
+            let bytes = vocab.sorted_token_bytes(pos);
+            for depth in lcp[pos] as usize + 1..=bytes.len() {
+                let node = trie.node(lcp, pos, depth);
+                for k in 0..region.states.len() {
+                    let want =
+                        (pos..trie.subtree_end(node)).all(|j| stays(region, k, &vocab.sorted_token_bytes(j)[depth..]));
+                    assert_eq!(table.mask(node) >> k & 1 == 1, want, "node {:?}, state {k}", &bytes[..depth]);
+                    checked += want as usize;
+                }
+            }
+        }
+        assert!(checked > 50, "only {checked} (node, state) pairs read their subtree");
+    }
+}

@@ -1,0 +1,105 @@
+//! The token trie of a vocabulary, laid over its byte-sorted order.
+//!
+//! Sorting the normal tokens by their bytes puts every trie node's subtree (the tokens that
+//! share its prefix) in one contiguous run of sorted positions, in preorder. A node is
+//! therefore a pair (sorted position where its run starts, depth): token `i` starts the nodes
+//! at depths `lcp[i] + 1 ..= len(i)` (the shorter prefixes it shares with token `i - 1`
+//! started earlier). Numbering nodes in that order (position, then depth) is a preorder, and
+//! what the trie stores per node is where its run ends: a walk over the sorted vocabulary can
+//! then skip a whole subtree in one step ([`TokenTrie::subtree_end`]), which is what lets a cache
+//! entry accept or reject thousands of tokens at once (see `crate::cache`).
+//!
+//! The root (depth 0, every token) is not numbered.
+
+/// Subtree ends of every node of the token trie of a [`super::Vocabulary`], numbered in
+/// preorder (see the module docs).
+#[derive(Clone, Debug)]
+pub struct TokenTrie {
+    /// Per sorted position `i`, the number of the node `(i, lcp[i] + 1)`; one entry more at the
+    /// end (the node count).
+    first_node: Box<[u32]>,
+    /// Per node, the sorted position one past the last token of its subtree.
+    end: Box<[u32]>,
+}
+
+impl TokenTrie {
+    /// The trie of the tokens at sorted positions `0..lcp.len()`, whose bytes `len(i)` long
+    /// share `lcp[i]` bytes with their predecessor.
+    pub(super) fn new(lcp: &[u32], len: impl Fn(usize) -> usize) -> Self {
+        let n = lcp.len();
+        let mut first_node = Vec::with_capacity(n + 1);
+        let mut end: Vec<u32> = Vec::new();
+        // The nodes on the path to the current token, by depth - 1: they are still open.
+        let mut open: Vec<u32> = Vec::new();
+        for (i, &shared) in lcp.iter().enumerate() {
+            let shared = shared as usize;
+            // Every open node deeper than the shared prefix ends here.
+            for node in open.drain(shared.min(open.len())..) {
+                end[node as usize] = i as u32;
+            }
+            first_node.push(end.len() as u32);
+            for _ in shared..len(i) {
+                open.push(end.len() as u32);
+                end.push(0);
+            }
+        }
+        for node in open {
+            end[node as usize] = n as u32;
+        }
+        first_node.push(end.len() as u32);
+        TokenTrie { first_node: first_node.into_boxed_slice(), end: end.into_boxed_slice() }
+    }
+
+    /// How many nodes the trie has (the root not counted).
+    pub fn node_count(&self) -> usize {
+        self.end.len()
+    }
+
+    /// The node of the prefix of depth `depth` of the token at sorted position `pos`, given
+    /// `pos` starts it: `lcp[pos] < depth <= len(pos)`.
+    #[inline]
+    pub fn node(&self, lcp: &[u32], pos: usize, depth: usize) -> usize {
+        debug_assert!((lcp[pos] as usize) < depth);
+        self.first_node[pos] as usize + depth - lcp[pos] as usize - 1
+    }
+
+    /// The sorted position one past the last token of `node`'s subtree.
+    #[inline]
+    pub fn subtree_end(&self, node: usize) -> usize {
+        self.end[node] as usize
+    }
+
+    /// Heap bytes used.
+    pub fn memory_usage(&self) -> usize {
+        (self.first_node.len() + self.end.len()) * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tokenizer::VocabularyBuilder;
+
+    #[test]
+    fn subtrees_are_the_runs_sharing_a_prefix() {
+        let words = ["a", "ab", "abc", "abd", "b", "ba", "ba", "c"];
+        let vocab = VocabularyBuilder::new().tokens(words).build().unwrap();
+        let trie = vocab.trie();
+        let lcp = vocab.sorted_lcp();
+        let n = vocab.sorted_token_ids().len();
+        let mut nodes = 0;
+        for pos in 0..n {
+            let bytes = vocab.sorted_token_bytes(pos);
+            for depth in lcp[pos] as usize + 1..=bytes.len() {
+                let node = trie.node(lcp, pos, depth);
+                assert_eq!(node, nodes, "preorder numbering");
+                nodes += 1;
+                let prefix = &bytes[..depth];
+                let run = (pos..n).take_while(|&j| vocab.sorted_token_bytes(j).starts_with(prefix)).count();
+                assert_eq!(trie.subtree_end(node), pos + run, "subtree of {prefix:?}");
+            }
+        }
+        // a ab abc abd b ba c: the duplicate `ba` starts no node.
+        assert_eq!(trie.node_count(), 7);
+        assert_eq!(nodes, 7);
+    }
+}
