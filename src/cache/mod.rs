@@ -38,6 +38,7 @@
 pub mod base;
 mod build;
 mod byte_paths;
+pub(crate) mod counted;
 mod dense;
 mod dispatch;
 mod expansion;
@@ -139,6 +140,19 @@ pub enum MaskCacheMode {
     Precompute(usize),
 }
 
+/// How the accepted tokens of an item near its repetition's upper bound are trusted (see
+/// `counted.rs`): by a table of every token's loop-backs, by walking the repetition's automaton,
+/// or (when the loop-backs are not forced) by asking the parser about every token longer than
+/// the budget.
+pub(crate) enum NearBound<'a> {
+    /// The item is at the start of a forced repetition.
+    Table(Arc<counted::LoopCounts>),
+    /// The item is inside a forced repetition.
+    Walk(&'a counted::Forced),
+    /// The repetition's loop-backs are not forced.
+    Parser,
+}
+
 /// Counters of a [`MaskCache`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MaskCacheStats {
@@ -227,6 +241,10 @@ pub struct MaskCache {
     regions: OnceLock<region::Regions>,
     /// Without a pool, the tables of the regions this grammar walked.
     region_tables: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<region::RegionTable>>>,
+    /// The counted repetitions whose loop-backs are forced (see `counted.rs`), found on first use.
+    forced: OnceLock<counted::ForcedRules>,
+    /// Without a pool, the loop-back tables of this grammar's forced repetitions.
+    loop_counts: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<counted::LoopCounts>>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -250,6 +268,8 @@ impl MaskCache {
             loop_slices: Default::default(),
             regions: OnceLock::new(),
             region_tables: Default::default(),
+            forced: OnceLock::new(),
+            loop_counts: Default::default(),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
@@ -409,6 +429,22 @@ impl MaskCache {
         })
     }
 
+    /// How the accepted tokens of an item of `state` near its repetition's upper bound are
+    /// trusted (see `counted.rs`).
+    pub(crate) fn near_bound(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> NearBound<'_> {
+        let forced = self.forced.get_or_init(|| counted::ForcedRules::new(fsm, &self.follow));
+        let Some(f) = forced.of(fsm, state) else { return NearBound::Parser };
+        if state != f.start() {
+            return NearBound::Walk(f);
+        }
+        let build = || counted::LoopCounts::new(fsm, vocab, f);
+        if let Some(sh) = &self.shared {
+            return NearBound::Table(sh.pool.loop_counts(f.key, build));
+        }
+        let mut tables = self.loop_counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        NearBound::Table(Arc::clone(tables.entry(f.key).or_insert_with(|| Arc::new(build()))))
+    }
+
     /// Whether the entry of `state` is built from the slice of its lexical loop (see
     /// `lexical_loop.rs`): for profiling programs that sort entries by how they are built.
     pub fn uses_loop_slice(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> bool {
@@ -507,6 +543,13 @@ impl MaskCache {
             + self.shared.as_ref().map_or(0, |sh| sh.hashes.memory_usage())
             + self.bytes.load(Ordering::Relaxed)
             + self.loop_slices().values().map(|s| s.memory_usage()).sum::<usize>()
+            + self
+                .loop_counts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .values()
+                .map(|t| t.memory_usage())
+                .sum::<usize>()
             + self
                 .region_tables
                 .lock()

@@ -49,6 +49,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::base::BaseEntry;
+use super::counted::LoopCounts;
 use super::dispatch::FreeTextBase;
 use super::lexical_loop::LoopSlice;
 use super::region::RegionTable;
@@ -172,6 +173,9 @@ pub struct MaskPool {
     /// Tables of byte regions by their key (see `region.rs`): one `u32` per node of the
     /// vocabulary's token trie (about 1 MiB for a 128k vocabulary), so at most [`REGION_TABLES`].
     region_tables: Mutex<BoundedCache<u128, Arc<RegionTable>>>,
+    /// Loop-back tables of forced repetitions by their key (see `counted.rs`): one `u32` per
+    /// token plus the masks of the budgets used, so at most [`REGION_TABLES`] too.
+    loop_counts: Mutex<BoundedCache<u128, Arc<LoopCounts>>>,
 }
 
 /// How many free-text bases a pool keeps (a serving process sees a few protocols).
@@ -204,6 +208,7 @@ impl MaskPool {
             free_text: Mutex::new(BoundedCache::by_count(FREE_TEXT_BASES)),
             loop_slices: Mutex::new(BoundedCache::by_count(LOOP_SLICES)),
             region_tables: Mutex::new(BoundedCache::by_count(REGION_TABLES)),
+            loop_counts: Mutex::new(BoundedCache::by_count(REGION_TABLES)),
         }
     }
 
@@ -223,6 +228,12 @@ impl MaskPool {
     /// lock) when absent.
     pub(super) fn region_table(&self, key: u128, build: impl FnOnce() -> RegionTable) -> Arc<RegionTable> {
         get_or_insert(&self.region_tables, key, build)
+    }
+
+    /// The loop-back table of the forced repetition under `key` (see `counted.rs`), built by
+    /// `build` (outside the lock) when absent.
+    pub(super) fn loop_counts(&self, key: u128, build: impl FnOnce() -> LoopCounts) -> Arc<LoopCounts> {
+        get_or_insert(&self.loop_counts, key, build)
     }
 
     /// The fingerprint of the vocabulary the pool serves ([`vocabulary_fingerprint`]).

@@ -9,7 +9,8 @@
 
 use super::engine::{Engine, StateUse};
 use super::oracle::walk_tokens;
-use crate::cache::{AdaptiveTokenMask, EntrySlot};
+use crate::cache::counted::Reading;
+use crate::cache::{AdaptiveTokenMask, EntrySlot, NearBound};
 use crate::compiled::CompiledGrammar;
 use crate::util::id::TokenId;
 
@@ -33,6 +34,8 @@ pub struct MaskScratch {
     check: Vec<u32>,
     /// Words for expanding a rejected-list entry.
     words: Vec<u32>,
+    /// Words of the tokens an item near its repetition's bound trusts.
+    trusted: Vec<u32>,
 }
 
 /// Writes into `out` (already zeroed, `ceil(vocab/32)` words) every normal token the grammar
@@ -68,17 +71,7 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
             written = true;
         } else {
             written = true;
-            // Near the upper bound of a repetition: trust only tokens short enough to fit, and
-            // check the others (rare: only within one token length of the bound).
-            let mut accepted = Vec::new();
-            for_each_accepted(&entry.accepted, &entry.uncertain, ids, vocab, scratch, |id| accepted.push(id));
-            for id in accepted {
-                if vocab.token_bytes(id.as_u32()).len() as u32 <= budget {
-                    out[id.word()] |= id.bit();
-                } else {
-                    scratch.check.push(vocab.sorted_position(id.as_u32()).expect("accepted tokens are normal"));
-                }
-            }
+            merge_near_bound(grammar, slot.state, budget, entry, dense, scratch, out);
         }
     }
     add_token_ids(parser, grammar, out);
@@ -169,22 +162,66 @@ fn or_into(out: &mut [u32], words: &[u32]) {
     }
 }
 
-/// Calls `f` on every accepted token of an entry (slow path, near repetition bounds).
-fn for_each_accepted(
-    mask: &AdaptiveTokenMask,
-    uncertain: &[u32],
-    ids: &[u32],
-    vocab: &crate::tokenizer::Vocabulary,
+/// ORs into `out` the accepted tokens of an entry that an item of `state` with `budget`
+/// loop-backs left may read (within one token length of a repetition's upper bound; see
+/// `cache/counted.rs`), and lists in `scratch.check` those only the parser can decide.
+fn merge_near_bound(
+    grammar: &CompiledGrammar,
+    state: crate::fsm::StateId,
+    budget: u32,
+    entry: &crate::cache::MaskEntry,
+    dense: Option<&[u32]>,
     scratch: &mut MaskScratch,
-    mut f: impl FnMut(TokenId),
+    out: &mut [u32],
 ) {
-    let mut words = vec![0u32; out_words(vocab.vocab_size())];
-    merge_accepted(mask, uncertain, ids, vocab.normal_token_mask(), scratch, &mut words);
-    for id in crate::util::bitset::allowed_ids(&words) {
-        f(TokenId::new(id));
+    let (fsm, vocab) = (grammar.fsm(), grammar.vocabulary());
+    let mut trusted = std::mem::take(&mut scratch.trusted);
+    trusted.clear();
+    trusted.resize(out.len(), 0);
+    match dense {
+        Some(words) => copy_into(&mut trusted, words),
+        None => merge_accepted(
+            &entry.accepted,
+            &entry.uncertain,
+            vocab.sorted_token_ids(),
+            vocab.normal_token_mask(),
+            scratch,
+            &mut trusted,
+        ),
     }
-}
-
-fn out_words(vocab_size: usize) -> usize {
-    crate::util::bitset::mask_words(vocab_size)
+    // Takes `id` out of the trusted tokens, for the parser to decide when `check`.
+    let distrust = |trusted: &mut [u32], check_list: &mut Vec<u32>, id: u32, check: bool| {
+        trusted[id as usize / 32] &= !(1 << (id % 32));
+        if check {
+            check_list.push(vocab.sorted_position(id).expect("accepted tokens are normal"));
+        }
+    };
+    let is_trusted = |trusted: &[u32], id: u32| trusted[id as usize / 32] >> (id % 32) & 1 == 1;
+    match grammar.mask_cache().near_bound(fsm, vocab, state) {
+        NearBound::Table(counts) => {
+            for (t, w) in trusted.iter_mut().zip(counts.within(budget)) {
+                *t &= w;
+            }
+        }
+        NearBound::Walk(forced) => {
+            for &id in vocab.tokens_longer_than(budget as usize) {
+                if is_trusted(&trusted, id) {
+                    match forced.loops(fsm, state, vocab.token_bytes(id)) {
+                        Reading::Loops(n) if n <= budget => {}
+                        Reading::Loops(_) => distrust(&mut trusted, &mut scratch.check, id, false),
+                        Reading::Unknown => distrust(&mut trusted, &mut scratch.check, id, true),
+                    }
+                }
+            }
+        }
+        NearBound::Parser => {
+            for &id in vocab.tokens_longer_than(budget as usize) {
+                if is_trusted(&trusted, id) {
+                    distrust(&mut trusted, &mut scratch.check, id, true);
+                }
+            }
+        }
+    }
+    or_into(out, &trusted);
+    scratch.trusted = trusted;
 }

@@ -162,6 +162,9 @@ pub(crate) struct ByteTable {
     fingerprint: std::sync::OnceLock<u64>,
     /// [`Vocabulary::trie`], computed on first use.
     trie: std::sync::OnceLock<TokenTrie>,
+    /// [`Vocabulary::tokens_longer_than`]: the normal tokens by length (longest first), and per
+    /// length `n` how many are longer; computed on first use.
+    by_length: std::sync::OnceLock<(Box<[u32]>, Box<[u32]>)>,
 }
 
 /// A model's vocabulary: the bytes of every token id, special and stop tokens, and the normal
@@ -560,6 +563,21 @@ impl Vocabulary {
         b.trie.get_or_init(|| TokenTrie::new(&b.sorted_lcp, |i| self.sorted_token_bytes(i).len()))
     }
 
+    /// The normal tokens longer than `len` bytes, longest first (computed once, on first use):
+    /// what a step near a repetition's bound cannot trust by length alone.
+    pub fn tokens_longer_than(&self, len: usize) -> &[u32] {
+        let (ids, longer) = self.bytes.by_length.get_or_init(|| {
+            let mut ids: Vec<u32> = self.sorted_token_ids().to_vec();
+            ids.sort_by_key(|&id| std::cmp::Reverse(self.token_bytes(id).len()));
+            let max = self.max_token_len();
+            let longer: Vec<u32> =
+                (0..=max).map(|n| ids.partition_point(|&id| self.token_bytes(id).len() > n) as u32).collect();
+            (ids.into_boxed_slice(), longer.into_boxed_slice())
+        });
+        let n = longer.get(len).map_or(0, |&n| n as usize);
+        &ids[..n]
+    }
+
     /// The positions of [`sorted_token_ids`](Self::sorted_token_ids) whose tokens start with a
     /// byte in `lo..=hi`.
     #[inline]
@@ -622,6 +640,7 @@ impl Vocabulary {
             + b.normal_mask.capacity() * 4
             + b.token_mask.capacity() * 4
             + b.trie.get().map_or(0, TokenTrie::memory_usage)
+            + b.by_length.get().map_or(0, |(ids, longer)| (ids.len() + longer.len()) * 4)
             + self.stop_ids.len() * 4
     }
 
@@ -798,6 +817,7 @@ pub(crate) fn build_byte_table(
         max_token_len,
         fingerprint: std::sync::OnceLock::new(),
         trie: std::sync::OnceLock::new(),
+        by_length: std::sync::OnceLock::new(),
     })
 }
 

@@ -1,0 +1,171 @@
+//! Counted repetitions near their upper bound: which accepted tokens still fit, without the
+//! parser.
+//!
+//! An entry's accepted set is built with the repetition unbounded (see the module docs of
+//! [`crate::cache`]); an item with `budget` loop-backs left may trust it only for tokens that
+//! loop back at most `budget` times. Bounding that by the token's length in bytes is always
+//! sound, but near the bound of a `maxLength` string it sends tens of thousands of accepted
+//! tokens to the parser at every step (a 10-character string: every token longer than the
+//! characters left).
+//!
+//! For most repetitions the count a token reaches is *forced*: when the repetition's automaton
+//! is deterministic, reads bytes only (no rule edges), ends an iteration only where it can read
+//! nothing more (final states have no byte edges), and no byte that begins an iteration may
+//! follow the repetition, then at an iteration's end the next byte either begins the next
+//! iteration (it cannot follow the rule) or ends the repetition (the start cannot read it). A
+//! token therefore has one reading inside the repetition, whose loop-backs a walk of the
+//! automaton counts ([`Forced::loops`]); an accepted token is valid for an item exactly when
+//! that count is within the item's budget.
+//!
+//! Items at the repetition's start (a token boundary between characters, the common case) use a
+//! per-vocabulary table of every token's count from the start ([`LoopCounts`], pooled like the
+//! other vocabulary tables, keyed by the repetition's structure) and its mask of the tokens
+//! within a budget, one AND per step. Items elsewhere walk the tokens longer than their budget.
+
+use std::sync::OnceLock;
+
+use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
+use crate::tokenizer::Vocabulary;
+use crate::util::bitset::mask_words;
+use crate::util::byteset::ByteSet;
+use crate::util::sentinel::Sentinel;
+
+/// A repetition whose loop-backs are forced (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Forced {
+    start: StateId,
+    /// The structural key of the repetition's automaton (pool key of its [`LoopCounts`]).
+    pub(crate) key: u128,
+}
+
+/// How a token reads inside a forced repetition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// The token is read with this many loop-backs (it may end the repetition part-way, the
+    /// rest being read by what follows).
+    Loops(u32),
+    /// The repetition cannot read it (the caller asks the parser).
+    Unknown,
+}
+
+impl Forced {
+    /// The reading of `bytes` from `state` (a state of the repetition).
+    pub(crate) fn loops(&self, fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> Reading {
+        let mut q = state;
+        let mut loops = 0;
+        for &b in bytes {
+            if Sentinel::is_lead(b) {
+                return Reading::Unknown;
+            }
+            match super::lexical_loop::step(fsm, q, b) {
+                Some(next) => q = next,
+                // Before any byte of an iteration (the start has no incoming edge): the
+                // repetition ends here, if the item's count allows (the entry decided that).
+                None if q == self.start => break,
+                None if !fsm.is_final(q) => return Reading::Unknown,
+                None => match super::lexical_loop::step(fsm, self.start, b) {
+                    Some(next) => {
+                        loops += 1;
+                        q = next;
+                    }
+                    // The repetition ends; what follows reads the rest.
+                    None => break,
+                },
+            }
+        }
+        Reading::Loops(loops)
+    }
+
+    /// The repetition's start state: items there use a [`LoopCounts`] table.
+    pub(crate) fn start(&self) -> StateId {
+        self.start
+    }
+}
+
+/// The forced repetitions of a grammar, by rule, found on first use.
+#[derive(Debug)]
+pub(crate) struct ForcedRules {
+    by_rule: Vec<Option<Forced>>,
+}
+
+impl ForcedRules {
+    /// Every counted rule of `fsm` whose loop-backs are forced, given `follow`, the bytes that
+    /// may follow each rule.
+    pub(crate) fn new(fsm: &GrammarFsm, follow: &[ByteSet]) -> Self {
+        let mut states: Vec<Vec<StateId>> = vec![Vec::new(); fsm.rules().len()];
+        for s in fsm.states() {
+            states[fsm.rule_of(s)].push(s);
+        }
+        let by_rule = FsmRuleId::range(fsm.rules().len())
+            .map(|r| {
+                let rule = fsm.rule(r);
+                let RuleKind::Counted { .. } = rule.kind else { return None };
+                let members = &states[r];
+                let deterministic = members.iter().all(|&s| {
+                    fsm.rule_edges(s).is_empty()
+                        && fsm.byte_edges(s).windows(2).all(|w| w[0].hi < w[1].lo)
+                        && !(fsm.is_final(s) && !fsm.byte_edges(s).is_empty())
+                });
+                let mut first = ByteSet::EMPTY;
+                for e in fsm.byte_edges(rule.start) {
+                    first.insert_range(e.lo, e.hi);
+                }
+                let forced = deterministic && !rule.nullable && !first.intersects(&follow[r]);
+                forced.then(|| {
+                    let inside = |s: StateId| fsm.rule_of(s) == r;
+                    let key = super::lexical_loop::region_key(fsm, rule.start, inside, |_| ByteSet::EMPTY);
+                    Forced { start: rule.start, key }
+                })
+            })
+            .collect();
+        ForcedRules { by_rule }
+    }
+
+    /// The forced repetition `state` belongs to, if any.
+    pub(crate) fn of(&self, fsm: &GrammarFsm, state: StateId) -> Option<&Forced> {
+        self.by_rule[fsm.rule_of(state)].as_ref()
+    }
+}
+
+/// Per token of a vocabulary, its loop-backs read from the start of one forced repetition, and
+/// the masks of the tokens within each budget (built on first use).
+#[derive(Debug)]
+pub(crate) struct LoopCounts {
+    /// Per token id: the loop-backs, or `u32::MAX` when the repetition cannot read the token
+    /// (or it is not a normal token).
+    loops: Box<[u32]>,
+    /// Per budget below the longest token, the tokens whose loop-backs fit it.
+    within: Box<[OnceLock<Box<[u32]>>]>,
+}
+
+impl LoopCounts {
+    /// The counts of every token of `vocab` read from the start of `forced`.
+    pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, forced: &Forced) -> Self {
+        let mut loops = vec![u32::MAX; vocab.vocab_size()].into_boxed_slice();
+        for (pos, &id) in vocab.sorted_token_ids().iter().enumerate() {
+            if let Reading::Loops(n) = forced.loops(fsm, forced.start, vocab.sorted_token_bytes(pos)) {
+                loops[id as usize] = n;
+            }
+        }
+        let within = (0..vocab.max_token_len()).map(|_| OnceLock::new()).collect();
+        LoopCounts { loops, within }
+    }
+
+    /// The tokens read with at most `budget` loop-backs (`budget` below the longest token).
+    pub(crate) fn within(&self, budget: u32) -> &[u32] {
+        self.within[budget as usize].get_or_init(|| {
+            let mut words = vec![0u32; mask_words(self.loops.len())];
+            for (id, &n) in self.loops.iter().enumerate() {
+                if n <= budget {
+                    words[id / 32] |= 1 << (id % 32);
+                }
+            }
+            words.into_boxed_slice()
+        })
+    }
+
+    /// Heap bytes used.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.loops.len() * 4 + self.within.iter().filter_map(|w| w.get()).map(|w| w.len() * 4).sum::<usize>()
+    }
+}
