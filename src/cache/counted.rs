@@ -101,10 +101,12 @@ impl ForcedRules {
                 let rule = fsm.rule(r);
                 let RuleKind::Counted { .. } = rule.kind else { return None };
                 let members = &states[r];
+                // Bytes only, one edge per byte, and an iteration ends where nothing more is read.
                 let deterministic = members.iter().all(|&s| {
+                    let edges = fsm.byte_edges(s);
                     fsm.rule_edges(s).is_empty()
-                        && fsm.byte_edges(s).windows(2).all(|w| w[0].hi < w[1].lo)
-                        && !(fsm.is_final(s) && !fsm.byte_edges(s).is_empty())
+                        && edges.windows(2).all(|w| w[0].hi < w[1].lo)
+                        && (edges.is_empty() || !fsm.is_final(s))
                 });
                 let mut first = ByteSet::EMPTY;
                 for e in fsm.byte_edges(rule.start) {

@@ -135,6 +135,9 @@ impl TextTable {
     }
 }
 
+/// The normal tokens by length, longest first, and per length `n` how many are longer.
+type ByLength = (Box<[u32]>, Box<[u32]>);
+
 /// The byte side: per id its bytes under one kind, and the sorted order of normal tokens.
 #[derive(Clone)]
 pub(crate) struct ByteTable {
@@ -164,7 +167,7 @@ pub(crate) struct ByteTable {
     trie: std::sync::OnceLock<TokenTrie>,
     /// [`Vocabulary::tokens_longer_than`]: the normal tokens by length (longest first), and per
     /// length `n` how many are longer; computed on first use.
-    by_length: std::sync::OnceLock<(Box<[u32]>, Box<[u32]>)>,
+    by_length: std::sync::OnceLock<ByLength>,
 }
 
 /// A model's vocabulary: the bytes of every token id, special and stop tokens, and the normal
