@@ -286,3 +286,29 @@ fn byte_paths_equal_walks_with_real_vocabularies() {
     }
     assert!(compared >= 40, "only {compared} states compared");
 }
+
+/// Items of one state with different counts near a repetition's bound (the same `[a-b]` read
+/// as the first or a later iteration): a token within the budget of some items only is decided
+/// by the parser, not rejected by the tightest budget. Every mask along every token sequence of
+/// three tokens equals the oracle's.
+#[test]
+fn near_bound_items_with_different_counts() {
+    let g = maskforge::parse_ebnf("r0 ::= (r1 | \"a\")*\nr1 ::= [a-b]{1,4} \"\u{e9}\"+", "r0").unwrap();
+    let grammar = compile(&g, &small_vocab(), MaskCacheMode::Jit, true);
+    fn walk(m: &mut GrammarMatcher, path: &mut Vec<u32>, depth: usize) {
+        let what = format!("after {path:?}");
+        let exact = assert_oracle_equal(m, &what).unwrap();
+        if depth == 0 {
+            return;
+        }
+        for id in exact.allowed_ids() {
+            if m.accept_token(id as u32) {
+                path.push(id as u32);
+                walk(m, path, depth - 1);
+                path.pop();
+                m.rollback(1).unwrap();
+            }
+        }
+    }
+    walk(&mut GrammarMatcher::new(&grammar), &mut Vec::new(), 3);
+}

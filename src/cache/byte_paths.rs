@@ -14,6 +14,17 @@
 //! (the parser decides whether they are rejected or uncertain). The accepted set is therefore
 //! exactly the full walk's, and the rest of the entry is the parser's own verdicts.
 //!
+//! A token that dies in the automaton walk goes to the parser only when the parser could read
+//! further than the walk: where some set of its path holds a final state (a rule may complete,
+//! and what follows it may read on) or predicts a nullable rule (the parser steps over it). Each
+//! set has the bytes such items may read next, its *escape* bytes (the follow set of a
+//! completing rule, the bytes after a nullable rule; every byte where the entry's own rule, or a
+//! rule whose end may end its caller, may complete, since the parser may then exit, or where a
+//! rule the walk does not follow is predicted). A token
+//! none of whose bytes on its path is an escape byte of the set reading it dies in the parser
+//! exactly where it dies in the walk, with no exit before: it is rejected without the parser (a
+//! key position's tokens holding a control byte, say).
+//!
 //! Only plain rules are followed: a counted repetition changes its item's count as it loops
 //! (the entry's own counted rule is unbounded for the isolated parser, so its loop is followed),
 //! and a `TagDispatch` rule has its own fast path. A state set larger than [`MAX_SET`] is treated as
@@ -25,8 +36,9 @@ use super::base::BaseEntry;
 use super::build::{smallest_form_of_runs, walk_listed};
 use super::region::{Region, RegionTable, Regions};
 use crate::earley::Parser;
-use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
+use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
 use crate::util::sentinel::Sentinel;
 
@@ -74,26 +86,30 @@ impl PathSplit {
         vocab: &Vocabulary,
         state: StateId,
         first: &[bool; 256],
-        regions: &RegionSource<'_>,
+        regions: &PathSource<'_>,
     ) -> Self {
         let lcp = vocab.sorted_lcp();
         let trie = vocab.trie();
         let n = lcp.len();
         let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
         let mut dfa = LazyDfa::new(fsm, state, regions);
-        // `path[k]`: the set after the first `k` bytes of the last walked token.
+        // `path[k]`: the set after the first `k` bytes of the last walked token;
+        // `escaped[k]`: whether one of those bytes is an escape byte of the set reading it.
         let mut path = vec![0u32];
+        let mut escaped = vec![false];
         let mut i = 0;
         'tokens: while i < n {
             let bytes = vocab.sorted_token_bytes(i);
             let shared = lcp[i] as usize;
             path.truncate(shared.min(path.len() - 1) + 1);
+            escaped.truncate(path.len());
             let mut k = path.len() - 1;
             while k < bytes.len() {
                 let next = dfa.step(path[k], bytes[k]);
                 if next == DEAD {
                     break;
                 }
+                escaped.push(escaped[k] || dfa.escape(path[k]).contains(bytes[k]));
                 path.push(next);
                 k += 1;
                 // The node of this prefix starts at `i` (shorter shared ones were tried
@@ -113,9 +129,13 @@ impl PathSplit {
                 i += 1;
                 continue;
             }
-            // Every token sharing the first `k + 1` bytes ends the walk at the same byte.
+            // Every token sharing the first `k + 1` bytes ends the walk at the same byte. The
+            // parser reads on only where an item the walk does not follow may read (see the
+            // module docs); at the first byte, the parser said which.
             let end = trie.subtree_end(trie.node(lcp, i, k + 1));
-            if k > 0 || first[bytes[0] as usize] {
+            let parser_reads_on =
+                if k == 0 { first[bytes[0] as usize] } else { escaped[k] || dfa.escape(path[k]).contains(bytes[k]) };
+            if parser_reads_on {
                 split.rest.extend(i as u32..end as u32);
             }
             i = end;
@@ -133,10 +153,42 @@ impl PathSplit {
     }
 }
 
-/// The tabled regions of a grammar and a way to get their tables (from the pool, or built).
-pub(super) struct RegionSource<'a> {
-    /// The grammar's regions.
-    pub(super) regions: &'a Regions,
+/// What the walks of one grammar share: its byte regions and which rules' ends may end their
+/// callers, found once per grammar.
+#[derive(Debug)]
+pub(super) struct PathFacts {
+    regions: Regions,
+    /// Per rule, whether its completion may complete a calling rule without a byte (a call
+    /// returns to a final state, or before a nullable rule).
+    ends_caller: Vec<bool>,
+}
+
+impl PathFacts {
+    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
+        let mut ends_caller = vec![false; fsm.rules().len()];
+        for s in fsm.states() {
+            for e in fsm.rule_edges(s) {
+                let after = e.target;
+                if fsm.is_final(after)
+                    || fsm.rule_edges(after).iter().any(|n| fsm.rule(n.rule).nullable)
+                    || !matches!(fsm.rule(fsm.rule_of(after)).kind, RuleKind::Plain)
+                {
+                    ends_caller[e.rule.index()] = true;
+                }
+            }
+        }
+        PathFacts { regions: Regions::new(fsm, vocab), ends_caller }
+    }
+}
+
+/// Everything a walk along byte paths reads besides the automata: the grammar's [`PathFacts`],
+/// the bytes that may follow each rule, and the tables of byte regions (from the pool, or
+/// built).
+pub(super) struct PathSource<'a> {
+    /// The grammar's facts.
+    pub(super) facts: &'a PathFacts,
+    /// Per rule, the bytes that may follow it ([`crate::fsm::lookahead::follow_sets`]).
+    pub(super) follow: &'a [ByteSet],
     /// The table of a region.
     pub(super) table: &'a dyn Fn(&Region) -> Arc<RegionTable>,
 }
@@ -152,12 +204,16 @@ const MAX_SETS: usize = 4096;
 /// filled in on first use: each byte of the walk is then one table lookup.
 struct LazyDfa<'a> {
     closures: Closures<'a>,
-    regions: &'a RegionSource<'a>,
+    source: &'a PathSource<'a>,
+    /// The entry's own rule.
+    own: FsmRuleId,
     /// The tables of the regions met so far, by region.
     tables: FastMap<usize, Arc<RegionTable>>,
     sets: Vec<Box<[StateId]>>,
-    /// Per set, its states in a tabled region: (region, their bits), if any.
-    in_region: Vec<Option<(usize, u32)>>,
+    /// Per set, its states in a tabled region: (the region's table, their bits), if any.
+    in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
+    /// Per set, its escape bytes (see the module docs).
+    escape: Vec<ByteSet>,
     ids: FastMap<Box<[StateId]>, u32>,
     next: Vec<[u32; 256]>,
     /// Scratch for the next set.
@@ -166,16 +222,18 @@ struct LazyDfa<'a> {
 
 impl<'a> LazyDfa<'a> {
     /// A DFA whose set 0 is the closure of `state`.
-    fn new(fsm: &'a GrammarFsm, state: StateId, regions: &'a RegionSource<'a>) -> Self {
+    fn new(fsm: &'a GrammarFsm, state: StateId, source: &'a PathSource<'a>) -> Self {
         let mut closures = Closures::new(fsm, state);
         let mut start = closures.of(state).to_vec();
         start.sort_unstable();
         let mut dfa = LazyDfa {
             closures,
-            regions,
+            source,
+            own: fsm.rule_of(state),
             tables: FastMap::default(),
             sets: Vec::new(),
             in_region: Vec::new(),
+            escape: Vec::new(),
             ids: FastMap::default(),
             next: Vec::new(),
             targets: Vec::new(),
@@ -187,11 +245,53 @@ impl<'a> LazyDfa<'a> {
     /// Whether a state of set `set` reads every token of trie node `node`'s subtree inside its
     /// region (see `region.rs`).
     #[inline]
-    fn reads_subtree(&mut self, set: u32, node: usize) -> bool {
-        let Some((region, bits)) = self.in_region[set as usize] else { return false };
-        let regions = self.regions;
-        let table = self.tables.entry(region).or_insert_with(|| (regions.table)(regions.regions.region(region)));
-        table.mask(node) & bits != 0
+    fn reads_subtree(&self, set: u32, node: usize) -> bool {
+        match &self.in_region[set as usize] {
+            Some((table, bits)) => table.mask(node) & bits != 0,
+            None => false,
+        }
+    }
+
+    /// The escape bytes of set `set` (see the module docs).
+    #[inline]
+    fn escape(&self, set: u32) -> &ByteSet {
+        &self.escape[set as usize]
+    }
+
+    /// The escape bytes of the set `states`.
+    fn escape_of(&self, states: &[StateId]) -> ByteSet {
+        let fsm = self.closures.fsm;
+        let facts = self.source.facts;
+        let mut escape = ByteSet::EMPTY;
+        for &s in states {
+            let rule = fsm.rule_of(s);
+            // A counted repetition may also end at its start (once its count allows).
+            let counted_start = !matches!(fsm.rule(rule).kind, RuleKind::Plain) && s == fsm.rule(rule).start;
+            if fsm.is_final(s) || counted_start {
+                if rule == self.own
+                    || facts.ends_caller[rule.index()]
+                    || !matches!(fsm.rule(rule).kind, RuleKind::Plain)
+                {
+                    return ByteSet::FULL;
+                }
+                escape.union_with(&self.source.follow[rule.index()]);
+            }
+            if fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()]) {
+                // The parser predicts a rule the walk does not follow.
+                return ByteSet::FULL;
+            }
+            for e in fsm.rule_edges(s).iter().filter(|e| fsm.rule(e.rule).nullable) {
+                // The parser steps over the nullable rule to `e.target` at once.
+                let t = e.target;
+                if fsm.is_final(t) || !fsm.rule_edges(t).is_empty() {
+                    return ByteSet::FULL;
+                }
+                for b in fsm.byte_edges(t) {
+                    escape.insert_range(b.lo, b.hi);
+                }
+            }
+        }
+        escape
     }
 
     fn intern(&mut self, set: Vec<StateId>) -> u32 {
@@ -203,15 +303,23 @@ impl<'a> LazyDfa<'a> {
         }
         let id = self.sets.len() as u32;
         // The states of one region (the first one met: a set rarely holds two).
+        let regions = &self.source.facts.regions;
         let mut in_region: Option<(usize, u32)> = None;
         for &s in &set {
-            match (self.regions.regions.of(s), &mut in_region) {
+            match (regions.of(s), &mut in_region) {
                 (Some((r, bit)), Some((r0, bits))) if r == *r0 => *bits |= bit,
                 (Some((r, bit)), None) => in_region = Some((r, bit)),
                 _ => {}
             }
         }
+        let source = self.source;
+        let in_region = in_region.map(|(r, bits)| {
+            let table = self.tables.entry(r).or_insert_with(|| (source.table)(regions.region(r)));
+            (Arc::clone(table), bits)
+        });
         self.in_region.push(in_region);
+        let escape = self.escape_of(&set);
+        self.escape.push(escape);
         let set = set.into_boxed_slice();
         self.ids.insert(set.clone(), id);
         self.sets.push(set);
@@ -318,7 +426,7 @@ pub(super) fn paths_base(
     context: &[StateId],
     vocab: &Vocabulary,
     state: StateId,
-    regions: &RegionSource<'_>,
+    regions: &PathSource<'_>,
 ) -> BaseEntry {
     // A token whose first byte the parser cannot read is rejected, as in the full walk (which
     // skips its whole first-byte block): only the others are walked.

@@ -115,7 +115,9 @@ impl ForcedRules {
                 let forced = deterministic && !rule.nullable && !first.intersects(&follow[r]);
                 forced.then(|| {
                     let inside = |s: StateId| fsm.rule_of(s) == r;
-                    let key = super::lexical_loop::region_key(fsm, rule.start, inside, |_| ByteSet::EMPTY);
+                    // Where iterations end matters to the counts: final states are marked.
+                    let finals = |s: StateId| if fsm.is_final(s) { ByteSet::FULL } else { ByteSet::EMPTY };
+                    let key = super::lexical_loop::region_key(fsm, rule.start, inside, finals);
                     Forced { start: rule.start, key }
                 })
             })
@@ -164,6 +166,12 @@ impl LoopCounts {
             }
             words.into_boxed_slice()
         })
+    }
+
+    /// [`LoopCounts::within`], or `None` (every token) for a budget at least the longest
+    /// token's length (no token has more loop-backs than bytes).
+    pub(crate) fn within_or_all(&self, budget: u32) -> Option<&[u32]> {
+        ((budget as usize) < self.within.len()).then(|| self.within(budget))
     }
 
     /// Heap bytes used.

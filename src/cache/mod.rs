@@ -237,8 +237,8 @@ pub struct MaskCache {
     loops: OnceLock<lexical_loop::Loops>,
     /// (A std mutex: it is unwind-safe, and the map stays consistent if a holder panics.)
     loop_slices: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<lexical_loop::LoopSlice>>>,
-    /// The grammar's byte regions (see `region.rs`), found on the first walk along byte paths.
-    regions: OnceLock<region::Regions>,
+    /// What walks along byte paths share (see `byte_paths.rs`), found on the first one.
+    path_facts: OnceLock<byte_paths::PathFacts>,
     /// Without a pool, the tables of the regions this grammar walked.
     region_tables: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<region::RegionTable>>>,
     /// The counted repetitions whose loop-backs are forced (see `counted.rs`), found on first use.
@@ -266,7 +266,7 @@ impl MaskCache {
             free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             loops: OnceLock::new(),
             loop_slices: Default::default(),
-            regions: OnceLock::new(),
+            path_facts: OnceLock::new(),
             region_tables: Default::default(),
             forced: OnceLock::new(),
             loop_counts: Default::default(),
@@ -392,9 +392,9 @@ impl MaskCache {
             if byte_paths::applies(fsm, state)
                 && build::first_byte_candidates(fsm, state, vocab) >= byte_paths::MIN_FIRST_BYTE_TOKENS
             {
-                let regions = self.regions.get_or_init(|| region::Regions::new(fsm, vocab));
+                let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab));
                 let table = |r: &region::Region| self.region_table(vocab, r);
-                let source = byte_paths::RegionSource { regions, table: &table };
+                let source = byte_paths::PathSource { facts, follow: &self.follow, table: &table };
                 return byte_paths::paths_base(fsm, context, vocab, state, &source);
             }
             return build_base(fsm, context, vocab, state);
@@ -589,9 +589,10 @@ pub fn build_base_by_paths(
     if !byte_paths::applies(fsm, state) {
         return None;
     }
-    let regions = region::Regions::new(fsm, vocab);
+    let facts = byte_paths::PathFacts::new(fsm, vocab);
+    let follow = follow_sets(fsm);
     let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
-    let source = byte_paths::RegionSource { regions: &regions, table: &table };
+    let source = byte_paths::PathSource { facts: &facts, follow: &follow, table: &table };
     Some(byte_paths::paths_base(fsm, context, vocab, state, &source))
 }
 

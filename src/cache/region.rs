@@ -32,6 +32,12 @@ pub(crate) const MAX_REGION_STATES: usize = 32;
 /// tokens (or half a smaller vocabulary) without leaving it: the table costs a pass over the
 /// whole trie, repaid only where walks are long (string bodies, not digit runs).
 const MIN_FIRST_BYTE_TOKENS: usize = 16_384;
+/// Tokens of the sorted vocabulary read to estimate how many stay in a region.
+const SAMPLES: usize = 512;
+/// A region is tabled only when at least one sampled token in this many is read entirely
+/// inside it from its start: a whitespace loop reads the first byte of half the vocabulary,
+/// but whole tokens of whitespace are few, and its table would skip nothing.
+const MIN_STAYING_SHARE: usize = 16;
 /// No region-internal transition on a byte.
 const NONE: u8 = u8::MAX;
 
@@ -156,7 +162,27 @@ impl Region {
             })
             .collect();
         let key = super::lexical_loop::region_key(fsm, start, inside, |_| ByteSet::EMPTY);
-        Some(Region { states: states.into_boxed_slice(), next, key })
+        let region = Region { states: states.into_boxed_slice(), next, key };
+        region.worth_a_table(vocab).then_some(region)
+    }
+
+    /// Whether enough tokens of `vocab` are read entirely inside the region from its start
+    /// (estimated on [`SAMPLES`] tokens spread over the sorted vocabulary).
+    fn worth_a_table(&self, vocab: &Vocabulary) -> bool {
+        let n = vocab.sorted_token_ids().len();
+        let step = (n / SAMPLES).max(1);
+        let staying = (0..n).step_by(step).filter(|&pos| self.reads(vocab.sorted_token_bytes(pos))).count();
+        staying * MIN_STAYING_SHARE >= n.div_ceil(step)
+    }
+
+    /// Whether `bytes` are read from the start without leaving the region.
+    fn reads(&self, bytes: &[u8]) -> bool {
+        let mut k = 0usize;
+        bytes.iter().all(|&b| {
+            let t = self.next[k][b as usize];
+            k = t as usize;
+            t != NONE
+        })
     }
 
     /// The region states that read `b` into a region state of `mask`.

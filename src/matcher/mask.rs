@@ -23,6 +23,8 @@ struct SlotBudget {
     /// many bytes may cross the repetition's upper bound and are checked with the parser
     /// (`u32::MAX` outside counted repetitions).
     budget: u32,
+    /// The largest: a token that crosses this one crosses every item's bound.
+    budget_max: u32,
 }
 
 /// Reusable buffers of the mask computation.
@@ -51,15 +53,18 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
     parser.for_each_scannable(|StateUse { state, below_min, budget }| {
         let slot = EntrySlot { state, below_min };
         match states.iter_mut().find(|s| s.slot == slot) {
-            Some(s) => s.budget = s.budget.min(budget),
-            None => states.push(SlotBudget { slot, budget }),
+            Some(s) => {
+                s.budget = s.budget.min(budget);
+                s.budget_max = s.budget_max.max(budget);
+            }
+            None => states.push(SlotBudget { slot, budget, budget_max: budget }),
         }
     });
     let ids = vocab.sorted_token_ids();
     // Whether `out` holds anything yet: the first large accepted set is copied, not merged.
     let mut written = false;
     for k in 0..scratch.states.len() {
-        let SlotBudget { slot, budget } = scratch.states[k];
+        let SlotBudget { slot, budget, budget_max } = scratch.states[k];
         let (entry, dense) = cache.entry_with_dense(fsm, vocab, slot.state, slot.below_min);
         scratch.check.extend_from_slice(&entry.uncertain);
         if budget >= max_len {
@@ -71,7 +76,7 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
             written = true;
         } else {
             written = true;
-            merge_near_bound(grammar, slot.state, budget, entry, dense, scratch, out);
+            merge_near_bound(grammar, slot.state, (budget, budget_max), entry, dense, scratch, out);
         }
     }
     add_token_ids(parser, grammar, out);
@@ -162,13 +167,15 @@ fn or_into(out: &mut [u32], words: &[u32]) {
     }
 }
 
-/// ORs into `out` the accepted tokens of an entry that an item of `state` with `budget`
-/// loop-backs left may read (within one token length of a repetition's upper bound; see
-/// `cache/counted.rs`), and lists in `scratch.check` those only the parser can decide.
+/// ORs into `out` the accepted tokens of an entry that the items of `state`, with `budgets`
+/// (the least and the most) loop-backs left, may read (within one token length of a
+/// repetition's upper bound; see `cache/counted.rs`), and lists in `scratch.check` those only
+/// the parser can decide: a token whose loop-backs fit the most but not the least budget is
+/// valid for some items only.
 fn merge_near_bound(
     grammar: &CompiledGrammar,
     state: crate::fsm::StateId,
-    budget: u32,
+    (least, most): (u32, u32),
     entry: &crate::cache::MaskEntry,
     dense: Option<&[u32]>,
     scratch: &mut MaskScratch,
@@ -189,35 +196,42 @@ fn merge_near_bound(
             &mut trusted,
         ),
     }
-    // Takes `id` out of the trusted tokens, for the parser to decide when `check`.
-    let distrust = |trusted: &mut [u32], check_list: &mut Vec<u32>, id: u32, check: bool| {
-        trusted[id as usize / 32] &= !(1 << (id % 32));
-        if check {
-            check_list.push(vocab.sorted_position(id).expect("accepted tokens are normal"));
-        }
-    };
+    let position = |id: u32| vocab.sorted_position(id).expect("accepted tokens are normal");
     let is_trusted = |trusted: &[u32], id: u32| trusted[id as usize / 32] >> (id % 32) & 1 == 1;
+    let distrust = |trusted: &mut [u32], id: u32| trusted[id as usize / 32] &= !(1 << (id % 32));
     match grammar.mask_cache().near_bound(fsm, vocab, state) {
         NearBound::Table(counts) => {
-            for (t, w) in trusted.iter_mut().zip(counts.within(budget)) {
-                *t &= w;
+            let within_least = counts.within(least);
+            let within_most = counts.within_or_all(most);
+            for (w, t) in trusted.iter_mut().enumerate() {
+                // Accepted tokens within the most but not the least budget: the parser decides.
+                let mut undecided = *t & !within_least[w] & within_most.map_or(u32::MAX, |m| m[w]);
+                while undecided != 0 {
+                    scratch.check.push(position((w * 32) as u32 + undecided.trailing_zeros()));
+                    undecided &= undecided - 1;
+                }
+                *t &= within_least[w];
             }
         }
         NearBound::Walk(forced) => {
-            for &id in vocab.tokens_longer_than(budget as usize) {
+            for &id in vocab.tokens_longer_than(least as usize) {
                 if is_trusted(&trusted, id) {
                     match forced.loops(fsm, state, vocab.token_bytes(id)) {
-                        Reading::Loops(n) if n <= budget => {}
-                        Reading::Loops(_) => distrust(&mut trusted, &mut scratch.check, id, false),
-                        Reading::Unknown => distrust(&mut trusted, &mut scratch.check, id, true),
+                        Reading::Loops(n) if n <= least => {}
+                        Reading::Loops(n) if n > most => distrust(&mut trusted, id),
+                        _ => {
+                            distrust(&mut trusted, id);
+                            scratch.check.push(position(id));
+                        }
                     }
                 }
             }
         }
         NearBound::Parser => {
-            for &id in vocab.tokens_longer_than(budget as usize) {
+            for &id in vocab.tokens_longer_than(least as usize) {
                 if is_trusted(&trusted, id) {
-                    distrust(&mut trusted, &mut scratch.check, id, true);
+                    distrust(&mut trusted, id);
+                    scratch.check.push(position(id));
                 }
             }
         }

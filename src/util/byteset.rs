@@ -7,6 +7,8 @@ pub struct ByteSet([u64; 4]);
 impl ByteSet {
     /// The empty set.
     pub const EMPTY: ByteSet = ByteSet([0; 4]);
+    /// Every byte.
+    pub const FULL: ByteSet = ByteSet([u64::MAX; 4]);
 
     /// Adds `lo..=hi`.
     pub fn insert_range(&mut self, lo: u8, hi: u8) {
