@@ -158,26 +158,56 @@ impl PathSplit {
 #[derive(Debug)]
 pub(super) struct PathFacts {
     regions: Regions,
-    /// Per rule, whether its completion may complete a calling rule without a byte (a call
-    /// returns to a final state, or before a nullable rule).
-    ends_caller: Vec<bool>,
+    /// Per rule, the rules its completion may complete without a byte: callers whose call
+    /// returns to a final state, or before a nullable rule.
+    ended_callers: Vec<Vec<FsmRuleId>>,
 }
 
 impl PathFacts {
     pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
-        let mut ends_caller = vec![false; fsm.rules().len()];
+        let mut ended_callers = vec![Vec::new(); fsm.rules().len()];
         for s in fsm.states() {
             for e in fsm.rule_edges(s) {
                 let after = e.target;
+                let caller = fsm.rule_of(s);
                 if fsm.is_final(after)
                     || fsm.rule_edges(after).iter().any(|n| fsm.rule(n.rule).nullable)
-                    || !matches!(fsm.rule(fsm.rule_of(after)).kind, RuleKind::Plain)
+                    || !matches!(fsm.rule(caller).kind, RuleKind::Plain)
                 {
-                    ends_caller[e.rule.index()] = true;
+                    let callers: &mut Vec<FsmRuleId> = &mut ended_callers[e.rule.index()];
+                    if !callers.contains(&caller) {
+                        callers.push(caller);
+                    }
                 }
             }
         }
-        PathFacts { regions: Regions::new(fsm, vocab), ends_caller }
+        PathFacts { regions: Regions::new(fsm, vocab), ended_callers }
+    }
+
+    /// Whether completing `rule` may complete `own` (itself, or through callers that end with
+    /// it), memoized in `memo`.
+    fn may_end(&self, rule: FsmRuleId, own: FsmRuleId, memo: &mut FastMap<FsmRuleId, bool>) -> bool {
+        if let Some(&known) = memo.get(&rule) {
+            return known;
+        }
+        // Depth first over the callers a completion may end (a cycle ends nothing new).
+        let mut seen = vec![rule];
+        let mut stack = vec![rule];
+        let mut ends = false;
+        while let Some(r) = stack.pop() {
+            if r == own {
+                ends = true;
+                break;
+            }
+            for &c in &self.ended_callers[r.index()] {
+                if !seen.contains(&c) {
+                    seen.push(c);
+                    stack.push(c);
+                }
+            }
+        }
+        memo.insert(rule, ends);
+        ends
     }
 }
 
@@ -214,6 +244,8 @@ struct LazyDfa<'a> {
     in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
     /// Per set, its escape bytes (see the module docs).
     escape: Vec<ByteSet>,
+    /// Per rule met in a set, whether its completion may complete the entry's own rule.
+    ends_own: FastMap<FsmRuleId, bool>,
     ids: FastMap<Box<[StateId]>, u32>,
     next: Vec<[u32; 256]>,
     /// Scratch for the next set.
@@ -234,6 +266,7 @@ impl<'a> LazyDfa<'a> {
             sets: Vec::new(),
             in_region: Vec::new(),
             escape: Vec::new(),
+            ends_own: FastMap::default(),
             ids: FastMap::default(),
             next: Vec::new(),
             targets: Vec::new(),
@@ -259,7 +292,7 @@ impl<'a> LazyDfa<'a> {
     }
 
     /// The escape bytes of the set `states`.
-    fn escape_of(&self, states: &[StateId]) -> ByteSet {
+    fn escape_of(&mut self, states: &[StateId]) -> ByteSet {
         let fsm = self.closures.fsm;
         let facts = self.source.facts;
         let mut escape = ByteSet::EMPTY;
@@ -268,12 +301,13 @@ impl<'a> LazyDfa<'a> {
             // A counted repetition may also end at its start (once its count allows).
             let counted_start = !matches!(fsm.rule(rule).kind, RuleKind::Plain) && s == fsm.rule(rule).start;
             if fsm.is_final(s) || counted_start {
-                if rule == self.own
-                    || facts.ends_caller[rule.index()]
-                    || !matches!(fsm.rule(rule).kind, RuleKind::Plain)
+                // The completion may reach the entry's own rule: the parser may exit there.
+                if !matches!(fsm.rule(rule).kind, RuleKind::Plain) || facts.may_end(rule, self.own, &mut self.ends_own)
                 {
                     return ByteSet::FULL;
                 }
+                // Whatever the completion returns to reads what may follow the rule (the
+                // follow set of a rule holds its callers' when it may end them).
                 escape.union_with(&self.source.follow[rule.index()]);
             }
             if fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()]) {
