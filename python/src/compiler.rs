@@ -26,6 +26,16 @@ impl CompiledGrammar {
         self.inner.memory_usage()
     }
 
+    /// The parsing path the grammar's matchers run: `"earley"` or `"pda"` (see the `parser`
+    /// option of `GrammarCompiler`).
+    #[getter]
+    fn parser(&self) -> &'static str {
+        match self.inner.parser() {
+            maskforge::Parser::Pda => "pda",
+            _ => "earley",
+        }
+    }
+
     /// The tokenizer the grammar was compiled for.
     #[getter]
     fn tokenizer_info(&self) -> TokenizerInfo {
@@ -96,11 +106,30 @@ impl GrammarCompiler {
     /// `max_threads` is accepted for compatibility (a compile runs on the calling thread;
     /// compile from several threads for parallelism). `cache_enabled=False` turns off the
     /// whole-grammar cache; `cache_limit_bytes >= 0` bounds the cross-grammar mask pool.
+    /// `parser` picks the parsing path of the compiled grammars: `"auto"` (the pushdown
+    /// automaton where it serves the grammar, else Earley), `"earley"`, or `"pda"` (a grammar
+    /// the PDA cannot serve is then a `GrammarError`); `CompiledGrammar.parser` says which ran.
     #[new]
-    #[pyo3(signature = (tokenizer_info, *, max_threads = 8, cache_enabled = true, cache_limit_bytes = -1))]
-    fn new(tokenizer_info: &TokenizerInfo, max_threads: i64, cache_enabled: bool, cache_limit_bytes: i64) -> Self {
+    #[pyo3(signature = (tokenizer_info, *, max_threads = 8, cache_enabled = true, cache_limit_bytes = -1, parser = "auto"))]
+    fn new(
+        tokenizer_info: &TokenizerInfo,
+        max_threads: i64,
+        cache_enabled: bool,
+        cache_limit_bytes: i64,
+        parser: &str,
+    ) -> PyResult<Self> {
         let _ = max_threads;
-        let mut config = CompilerConfig::default();
+        let parser = match parser {
+            "auto" => maskforge::Parser::Auto,
+            "earley" => maskforge::Parser::Earley,
+            "pda" => maskforge::Parser::Pda,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "parser must be \"auto\", \"earley\" or \"pda\", not {other:?}"
+                )))
+            }
+        };
+        let mut config = CompilerConfig::default().parser(parser);
         if !cache_enabled {
             config = config.grammar_cache_len(0);
         }
@@ -108,7 +137,7 @@ impl GrammarCompiler {
             config = config.pool_bytes(cache_limit_bytes as usize);
         }
         let compiler = maskforge::GrammarCompiler::new(tokenizer_info.vocab.clone(), config);
-        GrammarCompiler { inner: SharedCompiler::new(compiler) }
+        Ok(GrammarCompiler { inner: SharedCompiler::new(compiler) })
     }
 
     /// Compiles a JSON Schema given as text, a dict, or a pydantic model class.

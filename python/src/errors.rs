@@ -53,7 +53,8 @@ pub fn to_py(err: maskforge::Error) -> PyErr {
     use maskforge::Error as E;
     let msg = err.to_string();
     match err {
-        E::Grammar(_) | E::Ebnf(_) => GrammarError::new_err(msg),
+        // A grammar the pushdown automaton cannot serve (`parser="pda"`) is a grammar problem.
+        E::Grammar(_) | E::Ebnf(_) | E::Pda(_) => GrammarError::new_err(msg),
         E::Schema(_) => SchemaError::new_err(msg),
         E::Regex(_) => RegexError::new_err(msg),
         E::StructuralTag(_) => StructuralTagError::new_err(msg),

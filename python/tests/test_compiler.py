@@ -165,3 +165,33 @@ def test_serialize_round_trip_and_bad_input(qwen3, qwen3_compiler, toy):
         xgr.CompiledGrammar.deserialize(data, toy)
     with pytest.raises(xgr.MaskforgeError):
         xgr.CompiledGrammar.deserialize(b"not a grammar at all, not even close", qwen3)
+
+
+def test_parser_option_selects_and_reports_the_path(qwen3):
+    import torch  # allocate_token_bitmask's type when torch is installed, as here
+
+    pieces = ("", '{"a', '": [1, 2', '.5, "x"], "b"', ": {}}")
+    masks = {}
+    for name in ("auto", "earley", "pda"):
+        g = xgr.GrammarCompiler(qwen3, parser=name).compile_builtin_json_grammar()
+        assert g.parser == ("earley" if name == "earley" else "pda")
+        m = xgr.GrammarMatcher(g)
+        rows = []
+        for piece in pieces:
+            assert m.accept_string(piece) or piece == ""
+            bitmask = xgr.allocate_token_bitmask(1, qwen3.vocab_size)
+            m.fill_next_token_bitmask(bitmask)
+            exact = xgr.allocate_token_bitmask(1, qwen3.vocab_size)
+            m.fill_next_token_bitmask_exact(exact)
+            assert (bitmask == exact).all()
+            rows.append(bitmask.clone())
+        assert m.is_completed()
+        masks[name] = torch.stack(rows)
+    assert (masks["earley"] == masks["pda"]).all()
+    # A counted repetition is beyond the PDA: an error with "pda", Earley with "auto".
+    counted = 'root ::= "a"{0,100} "b"'
+    with pytest.raises(xgr.GrammarError):
+        xgr.GrammarCompiler(qwen3, parser="pda").compile_grammar(counted)
+    assert xgr.GrammarCompiler(qwen3, parser="auto").compile_grammar(counted).parser == "earley"
+    with pytest.raises(ValueError, match="parser"):
+        xgr.GrammarCompiler(qwen3, parser="lr1")

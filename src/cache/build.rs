@@ -57,7 +57,7 @@ pub fn build_base(fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary
 /// The classification of a range of the sorted vocabulary: accepted ids and candidate
 /// positions with their exit bytes; everything else is rejected (materialized only if that is
 /// the smallest form).
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(super) struct Walk {
     pub(super) accepted: Vec<TokenId>,
     candidates: Vec<u32>,
@@ -76,7 +76,21 @@ impl Walk {
         }
     }
 
-    fn push_candidate(&mut self, pos: u32, exits: ByteSet) {
+    /// Appends `other` (a walk of later sorted positions).
+    pub(super) fn append(&mut self, other: &Walk) {
+        self.accepted.extend_from_slice(&other.accepted);
+        for (&pos, &x) in other.candidates.iter().zip(&other.candidate_exits) {
+            self.push_candidate(pos, other.exit_sets[x as usize]);
+        }
+    }
+
+    /// Heap bytes used.
+    pub(super) fn memory_usage(&self) -> usize {
+        (self.accepted.len() + self.candidates.len() + self.candidate_exits.len()) * 4
+            + self.exit_sets.len() * std::mem::size_of::<ByteSet>()
+    }
+
+    pub(super) fn push_candidate(&mut self, pos: u32, exits: ByteSet) {
         // Runs of candidates share a set (every token extending one failed prefix), so the last
         // set is tried first; there are few distinct sets per entry (usually one to three, a
         // few hundred when the rule may end before any byte), so a linear search finds others.
@@ -174,38 +188,54 @@ pub(super) fn walk_listed(
     state: StateId,
     positions: &[u32],
 ) -> Walk {
-    let mut reader = PrefixReader::new(fsm, state, context);
-    let ids = vocab.sorted_token_ids();
     let mut out = Walk::default();
-    let mut prev: &[u8] = &[];
-    // A prefix length of `prev` whose next byte fails, and the exit bytes of every token
-    // sharing it (empty: rejected).
-    let mut failed: Option<(usize, ByteSet)> = None;
-    for &pos in positions {
-        let bytes = vocab.sorted_token_bytes(pos as usize);
-        let lcp = crate::tokenizer::common_prefix_len(prev, bytes);
-        if let Some((f, exits)) = failed {
-            if lcp > f {
-                if !exits.is_empty() {
-                    out.push_candidate(pos, exits);
+    ListedWalker::new(fsm, context, state).walk(vocab, positions, &mut out);
+    out
+}
+
+/// The parser walk of [`walk_listed`], fed in pieces: consecutive calls continue one walk
+/// (positions ascending across them), sharing prefixes and the parser.
+pub(super) struct ListedWalker<'v> {
+    reader: PrefixReader,
+    prev: &'v [u8],
+    /// A prefix length of `prev` whose next byte fails, and the exit bytes of every token
+    /// sharing it (empty: rejected).
+    failed: Option<(usize, ByteSet)>,
+}
+
+impl<'v> ListedWalker<'v> {
+    pub(super) fn new(fsm: &Arc<GrammarFsm>, context: &[StateId], state: StateId) -> Self {
+        ListedWalker { reader: PrefixReader::new(fsm, state, context), prev: &[], failed: None }
+    }
+
+    /// Classifies the tokens at `positions` (ascending, after those of earlier calls) into `out`.
+    pub(super) fn walk(&mut self, vocab: &'v Vocabulary, positions: &[u32], out: &mut Walk) {
+        let ids = vocab.sorted_token_ids();
+        for &pos in positions {
+            let bytes = vocab.sorted_token_bytes(pos as usize);
+            let lcp = crate::tokenizer::common_prefix_len(self.prev, bytes);
+            if let Some((f, exits)) = self.failed {
+                if lcp > f {
+                    if !exits.is_empty() {
+                        out.push_candidate(pos, exits);
+                    }
+                    continue;
                 }
+                self.failed = None;
+            }
+            let held = self.reader.read(bytes, lcp);
+            self.prev = bytes;
+            if held == bytes.len() {
+                out.accepted.push(TokenId::from_u32(ids[pos as usize]));
                 continue;
             }
-            failed = None;
+            let exits = self.reader.exit_bytes(bytes);
+            if !exits.is_empty() {
+                out.push_candidate(pos, exits);
+            }
+            self.failed = Some((held, exits));
         }
-        let held = reader.read(bytes, lcp);
-        prev = bytes;
-        if held == bytes.len() {
-            out.accepted.push(TokenId::from_u32(ids[pos as usize]));
-            continue;
-        }
-        let exits = reader.exit_bytes(bytes);
-        if !exits.is_empty() {
-            out.push_candidate(pos, exits);
-        }
-        failed = Some((held, exits));
     }
-    out
 }
 
 /// An isolated parser reading consecutive tokens of the sorted vocabulary: it keeps the prefix

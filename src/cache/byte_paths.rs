@@ -33,7 +33,7 @@
 use std::sync::Arc;
 
 use super::base::BaseEntry;
-use super::build::{smallest_form_of_runs, walk_listed};
+use super::build::{smallest_form_of_runs, ListedWalker, Walk};
 use super::region::{Region, RegionTable, Regions};
 use crate::earley::Parser;
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
@@ -77,30 +77,24 @@ fn followed_rules(fsm: &GrammarFsm) -> Vec<bool> {
 }
 
 impl PathSplit {
-    /// Walks every token of `vocab` from `state` along byte paths (see the module docs); a token
-    /// whose first byte is not in `first` (the parser's first bytes) is neither accepted nor
-    /// left to the parser: the full walk rejects it. A trie node reached by a set whose region
-    /// state reads its whole subtree (see `region.rs`) is accepted at once.
-    fn new(
-        fsm: &GrammarFsm,
-        vocab: &Vocabulary,
-        state: StateId,
-        first: &[bool; 256],
-        regions: &PathSource<'_>,
-    ) -> Self {
+    /// Walks the tokens at sorted positions `range` (one first byte's tokens) along byte paths
+    /// with `dfa` (see the module docs); a token whose first byte is not in `first` (the
+    /// parser's first bytes) is neither accepted nor left to the parser: the full walk rejects
+    /// it. A trie node reached by a set whose region state reads its whole subtree (see
+    /// `region.rs`) is accepted at once.
+    fn walk(vocab: &Vocabulary, dfa: &mut LazyDfa<'_>, first: &[bool; 256], range: std::ops::Range<usize>) -> Self {
         let lcp = vocab.sorted_lcp();
         let trie = vocab.trie();
-        let n = lcp.len();
         let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
-        let mut dfa = LazyDfa::new(fsm, state, regions);
         // `path[k]`: the set after the first `k` bytes of the last walked token;
         // `escaped[k]`: whether one of those bytes is an escape byte of the set reading it.
         let mut path = vec![0u32];
         let mut escaped = vec![false];
-        let mut i = 0;
-        'tokens: while i < n {
+        let mut i = range.start;
+        'tokens: while i < range.end {
             let bytes = vocab.sorted_token_bytes(i);
-            let shared = lcp[i] as usize;
+            // The range's first token shares nothing with what came before it.
+            let shared = if i == range.start { 0 } else { lcp[i] as usize };
             path.truncate(shared.min(path.len() - 1) + 1);
             escaped.truncate(path.len());
             let mut k = path.len() - 1;
@@ -114,7 +108,7 @@ impl PathSplit {
                 k += 1;
                 // The node of this prefix starts at `i` (shorter shared ones were tried
                 // before): its whole subtree may be read inside a region.
-                if k > shared {
+                if k > lcp[i] as usize {
                     let node = trie.node(lcp, i, k);
                     if dfa.reads_subtree(next, node) {
                         let end = trie.subtree_end(node);
@@ -235,7 +229,8 @@ const MAX_SETS: usize = 4096;
 struct LazyDfa<'a> {
     closures: Closures<'a>,
     source: &'a PathSource<'a>,
-    /// The entry's own rule.
+    /// The entry's state and its rule.
+    entry: StateId,
     own: FsmRuleId,
     /// The tables of the regions met so far, by region.
     tables: FastMap<usize, Arc<RegionTable>>,
@@ -246,6 +241,8 @@ struct LazyDfa<'a> {
     escape: Vec<ByteSet>,
     /// Per rule met in a set, whether its completion may complete the entry's own rule.
     ends_own: FastMap<FsmRuleId, bool>,
+    /// [`LazyDfa::predicted_first`], computed on first use.
+    predicted_first: Option<ByteSet>,
     ids: FastMap<Box<[StateId]>, u32>,
     next: Vec<[u32; 256]>,
     /// Scratch for the next set.
@@ -261,12 +258,14 @@ impl<'a> LazyDfa<'a> {
         let mut dfa = LazyDfa {
             closures,
             source,
+            entry: state,
             own: fsm.rule_of(state),
             tables: FastMap::default(),
             sets: Vec::new(),
             in_region: Vec::new(),
             escape: Vec::new(),
             ends_own: FastMap::default(),
+            predicted_first: None,
             ids: FastMap::default(),
             next: Vec::new(),
             targets: Vec::new(),
@@ -283,6 +282,62 @@ impl<'a> LazyDfa<'a> {
             Some((table, bits)) => table.mask(node) & bits != 0,
             None => false,
         }
+    }
+
+    /// The memo key of the tokens starting with `b` (see [`PathMemoKey`]), or `None` when their
+    /// verdicts may depend on more than the set after `b`: the entry's rule is counted (its
+    /// walk loops differently), a completion before `b` may read it, or an item of a rule
+    /// predicted before `b` reads it.
+    fn memo_key(&mut self, context: &[StateId], b: u8) -> Option<PathMemoKey> {
+        if self.closures.own_counted.is_some() || self.escape(0).contains(b) || self.predicted_first().contains(b) {
+            return None;
+        }
+        let next = self.step(0, b);
+        if next == DEAD {
+            return None;
+        }
+        // Only the entry's own item (origin 0, the same in every entry of the rule) may read
+        // `b`: every other item of the first set was predicted there, by this entry's state.
+        let fsm = self.closures.fsm;
+        let item = fsm.byte_edges(self.entry).iter().find(|e| e.lo <= b && b <= e.hi)?.target;
+        let mut own_targets = self.closures.of(item).to_vec();
+        own_targets.sort_unstable();
+        (own_targets[..] == self.sets[next as usize][..]).then(|| PathMemoKey {
+            own: self.own,
+            context: context.into(),
+            item,
+            set: own_targets.into_boxed_slice(),
+            byte: b,
+        })
+    }
+
+    /// The bytes the items the entry's state predicts (transitively) may read first: one of them
+    /// may be the entry's own state again (a left-recursive rule), which a set cannot tell
+    /// apart from the entry's item.
+    fn predicted_first(&mut self) -> ByteSet {
+        if let Some(bytes) = self.predicted_first {
+            return bytes;
+        }
+        let fsm = self.closures.fsm;
+        let mut starts: Vec<StateId> = Vec::new();
+        let mut work: Vec<StateId> = vec![self.entry];
+        while let Some(s) = work.pop() {
+            for e in fsm.rule_edges(s) {
+                let start = fsm.rule(e.rule).start;
+                if !starts.contains(&start) {
+                    starts.push(start);
+                    work.push(start);
+                }
+            }
+        }
+        let mut bytes = ByteSet::EMPTY;
+        for &s in &starts {
+            for e in fsm.byte_edges(s) {
+                bytes.insert_range(e.lo, e.hi);
+            }
+        }
+        self.predicted_first = Some(bytes);
+        bytes
     }
 
     /// The escape bytes of set `set` (see the module docs).
@@ -453,14 +508,53 @@ impl<'a> Closures<'a> {
     }
 }
 
+/// The classification of one first byte's tokens for one entry: what [`paths_base`] memoizes
+/// (see [`PathMemoKey`]).
+#[derive(Debug, Default)]
+pub(super) struct FirstByteWalk {
+    /// Accepted along byte paths: ascending runs of sorted positions.
+    runs: Vec<(u32, u32)>,
+    runs_len: usize,
+    /// The parser's verdicts on the others.
+    parsed: Walk,
+}
+
+impl FirstByteWalk {
+    /// Heap bytes used.
+    pub(super) fn memory_usage(&self) -> usize {
+        self.runs.len() * 8 + self.parsed.memory_usage()
+    }
+}
+
+/// When two entries of one rule (with the same context) read a first byte into the same set of
+/// states, and only the entry's own item reads that byte (no completion before it, no item
+/// predicted before it reads it), the parser is in the same state after that byte in both: the
+/// verdicts on every token starting with it are the same. A key position of an object has that in
+/// common with every other key position of the object (the generic key body), so the second
+/// one reuses the first one's walk of most first bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct PathMemoKey {
+    own: FsmRuleId,
+    context: Box<[StateId]>,
+    /// The state the entry's item reads `byte` into, and the set of states after it.
+    item: StateId,
+    set: Box<[StateId]>,
+    byte: u8,
+}
+
+/// The walks of first bytes a grammar's entries share (see [`PathMemoKey`]).
+pub(super) type PathMemo = std::sync::Mutex<FastMap<PathMemoKey, Arc<FirstByteWalk>>>;
+
 /// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it): the
-/// tokens read along byte paths are accepted, the rest walked by the parser.
+/// tokens read along byte paths are accepted, the rest walked by the parser, first byte by first
+/// byte, each taken from `memo` when an entry of the same rule walked it from the same set.
 pub(super) fn paths_base(
     fsm: &Arc<GrammarFsm>,
     context: &[StateId],
     vocab: &Vocabulary,
     state: StateId,
-    regions: &PathSource<'_>,
+    source: &PathSource<'_>,
+    memo: Option<&PathMemo>,
 ) -> BaseEntry {
     // A token whose first byte the parser cannot read is rejected, as in the full walk (which
     // skips its whole first-byte block): only the others are walked.
@@ -472,8 +566,44 @@ pub(super) fn paths_base(
             parser.pop_bytes(1);
         }
     }
-    let split = PathSplit::new(fsm, vocab, state, &first, regions);
-    let walk = walk_listed(fsm, context, vocab, state, &split.rest);
-    let accepted = smallest_form_of_runs(vocab, &split.accepted, split.accepted_len, &walk.accepted);
-    walk.into_base(accepted)
+    let mut dfa = LazyDfa::new(fsm, state, source);
+    let mut walker = ListedWalker::new(fsm, context, state);
+    let mut total = FirstByteWalk::default();
+    let n = vocab.sorted_token_ids().len();
+    let mut i = 0;
+    while i < n {
+        let b = vocab.sorted_token_bytes(i)[0];
+        let range = i..vocab.sorted_first_byte_range(b, b).end;
+        i = range.end;
+        let key = memo.and_then(|_| dfa.memo_key(context, b));
+        let known =
+            key.as_ref().and_then(|k| memo?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(k).cloned());
+        let part = known.unwrap_or_else(|| {
+            let split = PathSplit::walk(vocab, &mut dfa, &first, range);
+            let mut parsed = Walk::default();
+            walker.walk(vocab, &split.rest, &mut parsed);
+            let part = Arc::new(FirstByteWalk { runs: split.accepted, runs_len: split.accepted_len, parsed });
+            if let (Some(memo), Some(key)) = (memo, key) {
+                memo.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, Arc::clone(&part));
+            }
+            part
+        });
+        total.append(&part);
+    }
+    let accepted = smallest_form_of_runs(vocab, &total.runs, total.runs_len, &total.parsed.accepted);
+    total.parsed.into_base(accepted)
+}
+
+impl FirstByteWalk {
+    /// Appends `part` (of later sorted positions).
+    fn append(&mut self, part: &FirstByteWalk) {
+        for &(from, to) in &part.runs {
+            match self.runs.last_mut() {
+                Some(last) if last.1 == from => last.1 = to,
+                _ => self.runs.push((from, to)),
+            }
+        }
+        self.runs_len += part.runs_len;
+        self.parsed.append(&part.parsed);
+    }
 }

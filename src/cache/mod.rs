@@ -239,6 +239,8 @@ pub struct MaskCache {
     loop_slices: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<lexical_loop::LoopSlice>>>,
     /// What walks along byte paths share (see `byte_paths.rs`), found on the first one.
     path_facts: OnceLock<byte_paths::PathFacts>,
+    /// The first-byte walks entries of one rule share (see `byte_paths::PathMemoKey`).
+    path_memo: byte_paths::PathMemo,
     /// Without a pool, the tables of the regions this grammar walked.
     region_tables: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<region::RegionTable>>>,
     /// The counted repetitions whose loop-backs are forced (see `counted.rs`), found on first use.
@@ -267,6 +269,7 @@ impl MaskCache {
             loops: OnceLock::new(),
             loop_slices: Default::default(),
             path_facts: OnceLock::new(),
+            path_memo: Default::default(),
             region_tables: Default::default(),
             forced: OnceLock::new(),
             loop_counts: Default::default(),
@@ -395,7 +398,7 @@ impl MaskCache {
                 let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab));
                 let table = |r: &region::Region| self.region_table(vocab, r);
                 let source = byte_paths::PathSource { facts, follow: &self.follow, table: &table };
-                return byte_paths::paths_base(fsm, context, vocab, state, &source);
+                return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
             }
             return build_base(fsm, context, vocab, state);
         };
@@ -544,6 +547,13 @@ impl MaskCache {
             + self.bytes.load(Ordering::Relaxed)
             + self.loop_slices().values().map(|s| s.memory_usage()).sum::<usize>()
             + self
+                .path_memo
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .values()
+                .map(|w| w.memory_usage())
+                .sum::<usize>()
+            + self
                 .loop_counts
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -586,14 +596,42 @@ pub fn build_base_by_paths(
     vocab: &Vocabulary,
     state: StateId,
 ) -> Option<BaseEntry> {
-    if !byte_paths::applies(fsm, state) {
-        return None;
+    PathWalks::new(fsm, vocab).base(fsm, context, vocab, state)
+}
+
+/// The walks along byte paths of one grammar's entries, with what they share (the grammar's
+/// byte regions and their tables, and the first-byte walks entries of one rule have in common,
+/// `byte_paths::PathMemoKey`): the fast path of [`MaskCache`] alone, for tests and
+/// benchmarks to compare with [`build_base`] entry after entry.
+#[derive(Debug)]
+pub struct PathWalks {
+    facts: byte_paths::PathFacts,
+    follow: Vec<ByteSet>,
+    memo: byte_paths::PathMemo,
+}
+
+impl PathWalks {
+    /// The walks of `fsm`'s entries over `vocab`.
+    pub fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
+        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab), follow: follow_sets(fsm), memo: Default::default() }
     }
-    let facts = byte_paths::PathFacts::new(fsm, vocab);
-    let follow = follow_sets(fsm);
-    let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
-    let source = byte_paths::PathSource { facts: &facts, follow: &follow, table: &table };
-    Some(byte_paths::paths_base(fsm, context, vocab, state, &source))
+
+    /// The base entry of `state` in `context` (as [`build_base_by_paths`]), sharing first-byte
+    /// walks with the entries built before.
+    pub fn base(
+        &self,
+        fsm: &Arc<GrammarFsm>,
+        context: &[StateId],
+        vocab: &Vocabulary,
+        state: StateId,
+    ) -> Option<BaseEntry> {
+        if !byte_paths::applies(fsm, state) {
+            return None;
+        }
+        let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
+        let source = byte_paths::PathSource { facts: &self.facts, follow: &self.follow, table: &table };
+        Some(byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.memo)))
+    }
 }
 
 /// Per rule, the chain of single use sites (see [`MaskCache::certain_context`]).
