@@ -542,8 +542,36 @@ pub(super) struct PathMemoKey {
     byte: u8,
 }
 
-/// The walks of first bytes a grammar's entries share (see [`PathMemoKey`]).
-pub(super) type PathMemo = std::sync::Mutex<FastMap<PathMemoKey, Arc<FirstByteWalk>>>;
+/// The walks of first bytes a grammar's entries share (see [`PathMemoKey`]). Only the entries
+/// of a rule and context after the first keep their walks: most rules and contexts have one
+/// entry, which would pay for keeping walks no other entry reads.
+#[derive(Debug, Default)]
+pub(super) struct PathMemo {
+    table: std::sync::Mutex<MemoTable>,
+}
+
+#[derive(Debug, Default)]
+struct MemoTable {
+    walks: FastMap<PathMemoKey, Arc<FirstByteWalk>>,
+    /// The (own rule, context) pairs of the entries walked so far.
+    seen: crate::util::hash::FastSet<(FsmRuleId, Box<[StateId]>)>,
+}
+
+impl PathMemo {
+    fn table(&self) -> std::sync::MutexGuard<'_, MemoTable> {
+        self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records an entry of `own` in `context`; whether one was recorded before.
+    fn seen_before(&self, own: FsmRuleId, context: &[StateId]) -> bool {
+        !self.table().seen.insert((own, context.into()))
+    }
+
+    /// Heap bytes used by the kept walks.
+    pub(super) fn memory_usage(&self) -> usize {
+        self.table().walks.values().map(|w| w.memory_usage()).sum()
+    }
+}
 
 /// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it): the
 /// tokens read along byte paths are accepted, the rest walked by the parser, first byte by first
@@ -567,43 +595,71 @@ pub(super) fn paths_base(
         }
     }
     let mut dfa = LazyDfa::new(fsm, state, source);
+    let memo = memo.filter(|memo| memo.seen_before(dfa.own, context));
     let mut walker = ListedWalker::new(fsm, context, state);
     let mut total = FirstByteWalk::default();
+    // First bytes whose walk is not memoized are walked together, in one pass (a walk per
+    // first byte costs an allocation and a copy each, ~200 per entry).
+    let mut unshared: Option<std::ops::Range<usize>> = None;
     let n = vocab.sorted_token_ids().len();
     let mut i = 0;
     while i < n {
         let b = vocab.sorted_token_bytes(i)[0];
         let range = i..vocab.sorted_first_byte_range(b, b).end;
         i = range.end;
-        let key = memo.and_then(|_| dfa.memo_key(context, b));
-        let known =
-            key.as_ref().and_then(|k| memo?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(k).cloned());
+        let Some((memo, key)) = memo.and_then(|memo| Some((memo, dfa.memo_key(context, b)?))) else {
+            unshared = Some(unshared.map_or(range.start, |u| u.start)..range.end);
+            continue;
+        };
+        if let Some(range) = unshared.take() {
+            total.walk(vocab, &mut dfa, &first, &mut walker, range);
+        }
+        let known = memo.table().walks.get(&key).cloned();
         let part = known.unwrap_or_else(|| {
-            let split = PathSplit::walk(vocab, &mut dfa, &first, range);
-            let mut parsed = Walk::default();
-            walker.walk(vocab, &split.rest, &mut parsed);
-            let part = Arc::new(FirstByteWalk { runs: split.accepted, runs_len: split.accepted_len, parsed });
-            if let (Some(memo), Some(key)) = (memo, key) {
-                memo.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, Arc::clone(&part));
-            }
+            let mut part = FirstByteWalk::default();
+            part.walk(vocab, &mut dfa, &first, &mut walker, range);
+            let part = Arc::new(part);
+            memo.table().walks.insert(key, Arc::clone(&part));
             part
         });
         total.append(&part);
+    }
+    if let Some(range) = unshared {
+        total.walk(vocab, &mut dfa, &first, &mut walker, range);
     }
     let accepted = smallest_form_of_runs(vocab, &total.runs, total.runs_len, &total.parsed.accepted);
     total.parsed.into_base(accepted)
 }
 
 impl FirstByteWalk {
+    /// Walks the tokens at sorted positions `range` (after those walked before): along byte
+    /// paths, then the rest with the parser.
+    fn walk<'v>(
+        &mut self,
+        vocab: &'v Vocabulary,
+        dfa: &mut LazyDfa<'_>,
+        first: &[bool; 256],
+        walker: &mut ListedWalker<'v>,
+        range: std::ops::Range<usize>,
+    ) {
+        let split = PathSplit::walk(vocab, dfa, first, range);
+        self.append_runs(&split.accepted, split.accepted_len);
+        walker.walk(vocab, &split.rest, &mut self.parsed);
+    }
+
     /// Appends `part` (of later sorted positions).
     fn append(&mut self, part: &FirstByteWalk) {
-        for &(from, to) in &part.runs {
+        self.append_runs(&part.runs, part.runs_len);
+        self.parsed.append(&part.parsed);
+    }
+
+    fn append_runs(&mut self, runs: &[(u32, u32)], len: usize) {
+        for &(from, to) in runs {
             match self.runs.last_mut() {
                 Some(last) if last.1 == from => last.1 = to,
                 _ => self.runs.push((from, to)),
             }
         }
-        self.runs_len += part.runs_len;
-        self.parsed.append(&part.parsed);
+        self.runs_len += len;
     }
 }

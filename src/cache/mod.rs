@@ -546,13 +546,7 @@ impl MaskCache {
             + self.shared.as_ref().map_or(0, |sh| sh.hashes.memory_usage())
             + self.bytes.load(Ordering::Relaxed)
             + self.loop_slices().values().map(|s| s.memory_usage()).sum::<usize>()
-            + self
-                .path_memo
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .values()
-                .map(|w| w.memory_usage())
-                .sum::<usize>()
+            + self.path_memo.memory_usage()
             + self
                 .loop_counts
                 .lock()
