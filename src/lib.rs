@@ -125,7 +125,10 @@ pub use grammar::{
 };
 #[doc(hidden)]
 pub use matcher::inject_panic_into_next_fill;
-pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
+pub use matcher::{
+    BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch,
+    DEFAULT_MAX_STATE_BYTES, DEFAULT_MAX_STEP_ITEMS,
+};
 pub use pda::PdaError;
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
 pub use util::cancel::{CancelToken, InterruptReason, Interrupted};
