@@ -28,8 +28,7 @@
 //! waiting lists (`root ::= root root | "a"` costs about n² per byte, and its chart grows as
 //! n²), so a parser carries a `StepBudget` (`util::budget`, unlimited unless set): every item a set adds,
 //! every item a byte scans and every waiting item recorded or read counts one visit, and the
-//! chart's size ([`Parser::state_bytes`]) is checked after every byte and every 1,024 items of
-//! a set. A byte that goes over either limit is refused and its open set discarded, exactly as
+//! chart's size ([`Parser::state_bytes`]) is checked every 1,024 visits, inside a set too. A byte that goes over either limit is refused and its open set discarded, exactly as
 //! a rejected byte, and every later byte is refused until the budget is replaced
 //! (`Parser::set_budget`); the caller tells the two apart with `Parser::budget`. The
 //! matcher gives each call a fresh budget, so one step's cost and memory are bounded and a
@@ -226,7 +225,7 @@ impl Parser {
         let cur_start = *self.chart.set_starts.last().unwrap() as usize;
         let cur_end = self.chart.items.len();
         // The scan visits every item of the current set.
-        if !self.chart.budget.charge((cur_end - cur_start) as u64) {
+        if !self.chart.charge((cur_end - cur_start) as u64) {
             return false;
         }
         self.open_set();
@@ -316,6 +315,21 @@ impl Parser {
 }
 
 impl Chart {
+    /// Counts `n` visits; `false` once over a limit, the state size checked when due.
+    #[inline]
+    fn charge(&mut self, n: u64) -> bool {
+        !self.budget.tick(n) || self.settle()
+    }
+
+    /// The budget's slow path, when a tick asks for it: the work limit, and the state size when
+    /// it is due (see `util::budget`).
+    #[cold]
+    #[inline(never)]
+    fn settle(&mut self) -> bool {
+        let bytes = self.budget.bytes_due().then(|| self.state_bytes());
+        self.budget.settle(bytes)
+    }
+
     /// See [`Parser::state_bytes`].
     fn state_bytes(&self) -> usize {
         self.items.len() * std::mem::size_of::<Item>()
@@ -326,22 +340,18 @@ impl Chart {
 
     /// Runs predict and complete to a fixpoint over the open set. Returns `false`, with the set
     /// half closed (the caller discards it), when the budget runs out: its work, or its bytes
-    /// (checked every 1,024 items and at the end, so that one set cannot grow unchecked).
+    /// (checked whenever the budget says so, inside the set and at its end).
     fn close_set(&mut self, fsm: &GrammarFsm) -> bool {
         let pos = (self.set_starts.len() - 1) as u32;
-        let first = *self.set_starts.last().unwrap() as usize;
-        let mut i = first;
+        let mut i = *self.set_starts.last().unwrap() as usize;
         while i < self.items.len() {
+            let it = self.items[i];
             // Every item the set adds is visited once here, with the waiting items its rule
             // edges record (each rule edge once per item: items are unique in a set).
-            let rule_edges = fsm.rule_edges(self.items[i].state).len() as u64;
-            if !self.budget.charge(1 + rule_edges) {
+            let rule_edges = fsm.rule_edges(it.state);
+            if !self.charge(1 + rule_edges.len() as u64) {
                 return false;
             }
-            if (i - first) % 1024 == 1023 && !self.budget.check_bytes(self.state_bytes()) {
-                return false;
-            }
-            let it = self.items[i];
             i += 1;
             let rule = fsm.rule_of(it.state);
             let info = fsm.rule(rule);
@@ -377,7 +387,7 @@ impl Chart {
                     self.complete(fsm, rule, it.origin, pos);
                 }
             }
-            for e in fsm.rule_edges(it.state) {
+            for e in rule_edges {
                 self.waiting.push(Waiting { rule: e.rule, parent: it });
                 let callee = fsm.rule(e.rule);
                 push_item(&mut self.seen, &mut self.items, Item { state: callee.start, origin: pos, count: 0 });
@@ -390,9 +400,8 @@ impl Chart {
                 }
             }
         }
-        // A completion may have gone over the work budget after the last item's check.
-        let bytes = self.state_bytes();
-        self.budget.check_bytes(bytes)
+        // A completion may have gone over a limit after the last item's check.
+        !self.budget.exceeded()
     }
 
     /// Whether a counted rule may loop back to its start with count `done`. A body that can
@@ -422,7 +431,7 @@ impl Chart {
         let we = if origin == pos { self.waiting.len() } else { self.waiting_starts[origin as usize + 1] as usize };
         // Reading the waiting list visits each of its items; over the budget, the caller
         // abandons the set, so the rest need not be read.
-        if !self.budget.charge((we - ws) as u64) {
+        if !self.charge((we - ws) as u64) {
             return;
         }
         for w in ws..we {
@@ -474,7 +483,7 @@ mod tests {
         free.set_budget(StepBudget::new(u64::MAX - 1, usize::MAX));
         assert_eq!(free.advance_bytes(&[b'a'; 4]), 4);
         let cost = free.budget().used();
-        assert!(!free.budget().exceeded() && cost > 4 * 40, "{cost}");
+        assert!(!free.budget().exceeded() && cost > 2 * crate::util::budget::BYTES_CHECK_PERIOD, "{cost}");
 
         p.set_budget(StepBudget::new(cost - 1, usize::MAX));
         let read = p.advance_bytes(&[b'a'; 4]);
@@ -486,12 +495,17 @@ mod tests {
         p.set_budget(StepBudget::new(cost, usize::MAX));
         assert_eq!(p.advance_bytes(&[b'a'; 4]), 4);
         assert_eq!((p.current_items(), p.state_bytes()), (free.current_items(), free.state_bytes()));
-        // A byte limit refuses the byte whose set would go over it, and nothing changes.
-        let grown = free.state_bytes();
+        // A byte limit, checked every so many visits: a byte is refused before the state has
+        // grown much past it (a visit adds at most an item or a waiting item), nothing kept.
+        use crate::util::budget::{Stop, BYTES_CHECK_PERIOD};
         free.pop_bytes(4);
-        free.set_budget(StepBudget::new(u64::MAX, grown - 1));
-        let read = free.advance_bytes(&[b'a'; 4]);
-        assert!(read < 4 && matches!(free.budget().stop(), Some(crate::util::budget::Stop::Bytes(b)) if b > grown - 1));
+        free.set_budget(StepBudget::new(u64::MAX, before.1));
+        let read = free.advance_bytes(&[b'a'; 40]);
+        let over = match free.budget().stop() {
+            Some(Stop::Bytes(b)) => b - before.1,
+            other => panic!("{other:?}"),
+        };
+        assert!(read < 40 && over > 0 && over < 32 * BYTES_CHECK_PERIOD as usize, "{read} {over}");
         free.pop_bytes(read);
         assert_eq!(free.state_bytes(), before.1);
     }

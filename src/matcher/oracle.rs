@@ -70,8 +70,10 @@ pub(crate) fn walk_tokens<P: ByteParser>(
         // Text never contains the sentinel lead byte: a token holding it is not text.
         let text_len = Sentinel::text_len(bytes);
         if held < text_len {
-            held += parser.advance_bytes(&bytes[held..text_len]);
-            if parser.budget_exceeded() {
+            let read = parser.advance_bytes(&bytes[held..text_len]);
+            held += read;
+            // A byte the budget refused is refused like a rejected one: look only then.
+            if held < text_len && parser.budget_exceeded() {
                 break;
             }
         }

@@ -40,7 +40,7 @@
 //!
 //! As the Earley parser, the PDA carries a `StepBudget` (`util::budget`, unlimited unless set) that counts
 //! every thread a byte scans and every thread its closure visits, and checks
-//! [`Pda::state_bytes`] after every byte; a byte that goes over it is refused with the state
+//! [`Pda::state_bytes`] every 1,024 visits; a byte that goes over it is refused with the state
 //! unchanged and `Pda::budget` exceeded (not [`Pda::overflowed`]). The matcher hands the
 //! same budget to the Earley parser that replaces an overflowed PDA, so a hand-over's replay
 //! counts against the step that triggers it.
@@ -230,7 +230,7 @@ impl Pda {
         }
         self.frame_lens.push(self.frames.len() as u32);
         self.bytes.push(b);
-        if !self.budget.check_bytes(self.state_bytes()) {
+        if self.budget.bytes_due() && !self.budget.check_bytes(self.state_bytes()) {
             self.frame_lens.pop();
             self.bytes.pop();
             self.discard_position(frames_before);
@@ -361,6 +361,7 @@ fn intern(frames: &mut Vec<Frame>, ids: &mut FastMap<Frame, u32>, f: Frame) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::budget::Stop;
 
     fn pda(ebnf: &str) -> Pda {
         let g = crate::parse_ebnf(ebnf, "root").unwrap();
@@ -404,8 +405,14 @@ mod tests {
         assert!(!p.advance_byte(b']'), "an exceeded budget refuses every byte");
         p.pop_bytes(read);
         assert_eq!((p.byte_len(), p.state_bytes(), p.current_states().collect::<Vec<_>>()), before);
-        p.set_budget(StepBudget::new(u64::MAX, before.1));
-        assert!(!p.advance_byte(b'[') && !p.overflowed(), "the state may not grow past the byte limit");
+        // A byte limit: checked every so many visits, it refuses a byte before the state has
+        // grown much past it.
+        let limit = before.1 + 1000;
+        p.set_budget(StepBudget::new(u64::MAX, limit));
+        let read = p.advance_bytes(&[b'['; 2000]);
+        assert!(read < 2000 && !p.overflowed(), "the state may not grow far past the byte limit");
+        assert!(matches!(p.budget().stop(), Some(Stop::Bytes(b)) if b > limit && b < limit + 100_000));
+        p.pop_bytes(read);
         assert_eq!(p.state_bytes(), before.1);
         p.set_budget(StepBudget::UNLIMITED);
         assert!(p.advance_bytes(b"]]]") == 3 && p.is_accepting());
