@@ -62,7 +62,7 @@ impl GrammarMatcher {
     ///
     /// Bounds for untrusted grammars and inputs (`None`: the library's default): a call
     /// (`accept_token`, `accept_string`, a mask fill) that makes the parser visit more than
-    /// `max_step_items` items (default 100,000,000, about a second of one core), or a token
+    /// `max_step_items` items (default 100,000,000, a second or a few of one core), or a token
     /// that would make the matcher hold more than `max_state_bytes` bytes of parser state
     /// (default 128 MiB), raises `MatcherError` and leaves the matcher as it was.
     #[new]

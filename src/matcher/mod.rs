@@ -98,7 +98,7 @@ fn stop_allowed(parser: &mut Engine, vocab: &Vocabulary, id: u32) -> bool {
 }
 
 /// The default of [`MatcherConfig::max_step_items`]: parser item visits one matcher call may
-/// make, about a second of one core (9–10 ns per visit measured). The costliest call of real
+/// make, a second or a few of one core (9–32 ns per visit measured). The costliest call of real
 /// grammars measured is a fill of a MaskBench schema near a `maxLength` bound, which checks
 /// most of the vocabulary with the parser: 8.7 M visits with Llama 3's tokenizer, 10.8 M with
 /// gpt-oss's (`maskforge-bench`'s `step_cost`; `docs/reliability.md`, "Limits"); the builtin
@@ -110,7 +110,7 @@ pub const DEFAULT_MAX_STEP_ITEMS: u64 = 100_000_000;
 /// one matcher may hold, 128 MiB (twice that within one call; resident memory up to about
 /// twice the count, so a matcher stays well under 1 GB). The largest state of a real document
 /// measured is 0.8 MB (a 4.6 KB MaskBench instance); at the highest rate measured, 313 bytes
-/// per input byte, the bound is reached after 430 KB of input without a rollback limit (3.8 MB
+/// per input byte, the bound is reached after 430 KB of input without a rollback limit (3.7 MB
 /// at the builtin JSON grammar's 36). With a rollback limit, flat input keeps the Earley chart
 /// flat, while the PDA keeps every input byte (for a hand-over): about 128 MB of input.
 pub const DEFAULT_MAX_STATE_BYTES: usize = 128 << 20;

@@ -42,6 +42,9 @@ struct Family {
     max_state: (usize, usize, String),
     max_state_per_byte: (f64, String),
     failures: Vec<String>,
+    /// Walks that started on the PDA, and those that handed over to Earley.
+    pda_walks: usize,
+    hand_overs: Vec<String>,
 }
 
 impl Family {
@@ -70,6 +73,12 @@ impl Family {
             self.max_state_per_byte.0,
             self.max_state_per_byte.1,
         );
+        println!(
+            "  PDA walks: {}, handed over to Earley: {} {:?}",
+            self.pda_walks,
+            self.hand_overs.len(),
+            self.hand_overs
+        );
         for f in &self.failures {
             println!("  FAILED under the default bounds: {f}");
         }
@@ -80,6 +89,8 @@ impl Family {
         self.walks += 1;
         let mut m = GrammarMatcher::with_config(grammar, MatcherConfig::default().max_step_items(u64::MAX));
         let mut bounded = GrammarMatcher::new(grammar);
+        let on_pda = m.runs_pda();
+        self.pda_walks += usize::from(on_pda);
         let mut mask = TokenBitmask::new(grammar.vocabulary().vocab_size());
         let mut bytes = 0;
         for (i, &id) in ids.iter().enumerate() {
@@ -103,6 +114,9 @@ impl Family {
         }
         m.fill_next_token_bitmask(mask.as_words_mut());
         self.note_fill(&m, label, ids.len(), f64::NAN);
+        if on_pda && !m.runs_pda() {
+            self.hand_overs.push(label.to_string());
+        }
         let state = m.state_bytes();
         if state > self.max_state.0 {
             self.max_state = (state, bytes, label.to_string());
