@@ -43,8 +43,8 @@
 //!   is popped, so the matcher is exactly as before the call.
 //! * **State per matcher** ([`MatcherConfig::max_state_bytes`]): the bytes the parser's state
 //!   and the step history hold ([`GrammarMatcher::state_bytes`]), checked after each accepted
-//!   token or string, and, for the parser alone, at twice the bound after every byte any call
-//!   reads (so a fill's or an accept's transient sets are bounded too). Deep nesting keeps one
+//!   token or string, and, for the parser alone, at twice the bound while any call reads
+//!   (every 1,024 visits, so a fill's or an accept's transient sets are bounded too). Deep nesting keeps one
 //!   chart position or stack frame per open level even when compacted (50 MB of `[` grew to
 //!   gigabytes), an ambiguous grammar's chart grows as n², and without a rollback limit the
 //!   chart grows with the whole input; over the bound the input is refused with
@@ -175,8 +175,9 @@ impl MatcherConfig {
     /// over the bound it is refused with [`MatcherError::StateTooLarge`] and the matcher is
     /// unchanged. Within one call the parser may hold up to twice the bound (a fill reads
     /// uncertain tokens from a state at the bound; an accept reads its bytes before the check),
-    /// checked after every byte, so no call grows it further. Counted by length: the resident
-    /// memory of the vectors can be up to twice the count. Deep nesting and, without
+    /// checked every 1,024 visits as it reads, so no call grows it much further (by what 1,024
+    /// visits add: tens of KB). Counted by length: the resident memory of the vectors can be up
+    /// to twice the count. Deep nesting and, without
     /// [`MatcherConfig::max_rollback_tokens`], long inputs grow the state; see the module
     /// documentation.
     pub fn max_state_bytes(mut self, n: usize) -> Self {
@@ -573,7 +574,8 @@ impl GrammarMatcher {
     ///
     /// # Panics
     /// When `out` is shorter than `ceil(vocab_size / 32)` words, the matcher is poisoned, or
-    /// the fill goes over [`MatcherConfig::max_step_items`]; use
+    /// the fill goes over [`MatcherConfig::max_step_items`] (or its parser over twice
+    /// [`MatcherConfig::max_state_bytes`]); use
     /// [`GrammarMatcher::try_fill_next_token_bitmask`] (what a server fed untrusted grammars
     /// should call) to get an error instead.
     pub fn fill_next_token_bitmask(&mut self, out: &mut [u32]) -> bool {
@@ -584,9 +586,10 @@ impl GrammarMatcher {
     ///
     /// # Errors
     /// [`MatcherError::MaskTooSmall`]; [`MatcherError::StepTooExpensive`] when checking the
-    /// uncertain tokens goes over [`MatcherConfig::max_step_items`] (the mask is all zero, the
-    /// matcher unchanged: the same call fails the same way, a rollback or another token may
-    /// not); [`MatcherError::Poisoned`] when this computation (or an earlier one) panicked: the
+    /// uncertain tokens goes over [`MatcherConfig::max_step_items`], or
+    /// [`MatcherError::StateTooLarge`] when the parser's transient sets would go over twice
+    /// [`MatcherConfig::max_state_bytes`] (the mask is all zero, the matcher unchanged: the
+    /// same call fails the same way, a rollback or another token may not); [`MatcherError::Poisoned`] when this computation (or an earlier one) panicked: the
     /// panic is caught, the mask is all zero, the process goes on.
     pub fn try_fill_next_token_bitmask(&mut self, out: &mut [u32]) -> Result<bool, MatcherError> {
         self.fill_mask_with(out, false)
