@@ -116,7 +116,8 @@ fn enum_schema(n: usize) -> serde_json::Value {
 fn enum_compiles_or_hits_a_limit(n: usize) {
     match compiler().compile_json_schema(&enum_schema(n), &schema_options()) {
         Ok(g) => {
-            outcome(format_args!("compiled, {} automaton states", g.fsm().state_len()));
+            let bytes = maskforge::last_compile_bytes();
+            outcome(format_args!("compiled, {} automaton states, {bytes} bytes counted", g.fsm().state_len()));
             let last = format!("\"value-{}\"", n - 1);
             let mut m = GrammarMatcher::new(&g);
             assert!(accepts(&mut m, last.as_bytes()) && m.can_terminate());
@@ -134,6 +135,23 @@ fn fast_hundred_thousand_way_enum_compiles_or_hits_a_limit() {
 #[ignore = "slow: run by scripts/adversarial"]
 fn slow_million_way_enum_compiles_or_hits_a_limit() {
     enum_compiles_or_hits_a_limit(1_000_000);
+}
+
+#[test]
+fn fast_a_compile_over_its_byte_budget_is_an_error() {
+    // The 100,000-way enum's one rule: millions of Thompson edges, copied by epsilon removal.
+    let schema = enum_schema(100_000);
+    let limit = 16 << 20;
+    let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(TIMEOUT).max_compile_bytes(limit));
+    let start = Instant::now();
+    let e = c.compile_json_schema(&schema, &schema_options()).unwrap_err();
+    outcome(format_args!("{e}, after {:.1?}", start.elapsed()));
+    assert!(matches!(e, Error::Interrupted(i) if i.reason == InterruptReason::TooLarge(limit)), "{e}");
+    assert!(maskforge::last_compile_bytes() > limit);
+    // Nothing of it was cached: the same compiler compiles a small schema, and the enum again
+    // fails the same way.
+    assert!(c.compile_json_schema(&enum_schema(10), &schema_options()).is_ok());
+    assert!(matches!(c.compile_json_schema(&schema, &schema_options()), Err(Error::Interrupted(_))));
 }
 
 #[test]
@@ -720,8 +738,9 @@ fn fast_a_timeout_stops_a_long_compile_in_time() {
     let schema = enum_schema(1_000_000);
     // 200 ms ends in the JSON Schema lowering; 2 s inside the enum's automaton construction
     // (one rule, ~10 s to build on a busy machine), whose passes check the watch as they go.
+    // No byte budget: it would stop this compile first (`fast_a_compile_over_its_byte_budget`).
     for limit in [Duration::from_millis(200), Duration::from_secs(2)] {
-        let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(limit));
+        let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(limit).max_compile_bytes(u64::MAX));
         let start = Instant::now();
         let phase = match c.compile_json_schema(&schema, &schema_options()) {
             Err(Error::Interrupted(i)) => {
@@ -739,7 +758,8 @@ fn fast_a_timeout_stops_a_long_compile_in_time() {
 
 #[test]
 fn fast_a_cancelled_token_stops_a_compile_from_another_thread() {
-    let compiler = GrammarCompiler::new(ascii_vocab(), config());
+    // No byte budget, which would stop the million-way enum by itself.
+    let compiler = GrammarCompiler::new(ascii_vocab(), config().max_compile_bytes(u64::MAX));
     let token = CancelToken::new();
     let handle = compiler.with_cancel_token(token.clone());
     let schema = enum_schema(1_000_000);

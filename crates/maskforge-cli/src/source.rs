@@ -69,6 +69,10 @@ pub struct GrammarArgs {
     /// Stop a compile that takes longer than this many seconds (an error, exit code 2).
     #[arg(long)]
     pub compile_timeout: Option<f64>,
+    /// Stop a compile whose automata and grammar grow past this many bytes (an error, exit code
+    /// 2) [default: the library's, `maskforge::DEFAULT_MAX_COMPILE_BYTES`, 256 MiB].
+    #[arg(long)]
+    pub max_compile_bytes: Option<u64>,
 }
 
 /// The matcher's bounds on hostile grammars and inputs (`MatcherConfig`), for the commands that
@@ -143,6 +147,9 @@ impl Loaded {
             let limit = std::time::Duration::try_from_secs_f64(seconds)
                 .map_err(|_| format!("--compile-timeout {seconds}: expected a number of seconds"))?;
             config = config.compile_timeout(limit);
+        }
+        if let Some(bytes) = args.max_compile_bytes {
+            config = config.max_compile_bytes(bytes);
         }
         let compiler = GrammarCompiler::new(vocab, config);
         let t = Instant::now();

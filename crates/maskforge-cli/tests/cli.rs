@@ -451,6 +451,8 @@ fn adversarial_inputs_exit_2_with_one_line() {
     let err = assert_one_line_error(&["check", "--builtin-json", "--compile-timeout", "0", "--text", "1"]);
     assert!(err.contains("timed out"), "{err}");
     assert_one_line_error(&["check", "--builtin-json", "--compile-timeout=-1", "--text", "1"]);
+    let err = assert_one_line_error(&["check", "--builtin-json", "--max-compile-bytes", "1000", "--text", "1"]);
+    assert!(err.contains("max_compile_bytes"), "{err}");
     // The matcher's bounds: an ambiguous grammar whose steps cost ever more, nesting too deep.
     // Errors, not rejections: the text was not judged.
     let a = "a".repeat(2_000);

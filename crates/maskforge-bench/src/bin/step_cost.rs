@@ -12,7 +12,8 @@
 //! tokenizer can spell. Every call runs with no bound (the measurement) and the default bounds
 //! (a call that fails is printed: a default too tight). Prints, per family, the largest item
 //! visits of a fill and of an accept (with their file), the 99th percentile of each, and the
-//! largest state a matcher held, with its bytes per input byte.
+//! largest state a matcher held, with its bytes per input byte. Then what each source's compile
+//! charged to `CompilerConfig::max_compile_bytes`, compiled again cold (no cache of any kind).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -29,6 +30,43 @@ use serde_json::Value;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The bytes cold compiles charged to the compile budget (`maskforge::last_compile_bytes`).
+#[derive(Default)]
+struct CompileBytes {
+    all: Vec<u64>,
+    max: (u64, String),
+    failures: Vec<String>,
+}
+
+impl CompileBytes {
+    /// Compiles again with every cache off, and notes what the compile charged.
+    fn note(&mut self, vocab: &maskforge::Vocabulary, label: &str, compile: impl Fn(&GrammarCompiler) -> bool) {
+        let config = CompilerConfig::default()
+            .compile_timeout(Duration::from_secs(20))
+            .grammar_cache_len(0)
+            .rule_fsm_cache_states(0)
+            .schema_fragment_cache_len(0)
+            .pool_bytes(0);
+        if !compile(&GrammarCompiler::new(vocab.clone(), config)) {
+            self.failures.push(label.to_string());
+        }
+        let bytes = maskforge::last_compile_bytes();
+        self.all.push(bytes);
+        if bytes > self.max.0 {
+            self.max = (bytes, label.to_string());
+        }
+    }
+
+    fn print(&mut self, name: &str) {
+        self.all.sort_unstable();
+        let p99 = self.all.get(self.all.len().saturating_sub(1) * 99 / 100).copied().unwrap_or(0);
+        println!("compile bytes, {name}: {} compiles, p99 {p99}, max {} ({})", self.all.len(), self.max.0, self.max.1);
+        if !self.failures.is_empty() {
+            println!("  {} did not compile cold (limits or errors): {:?}", self.failures.len(), self.failures);
+        }
+    }
+}
 
 /// The largest values seen in one family of walks, and where.
 #[derive(Default)]
@@ -158,6 +196,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let json = compiler.compile_builtin_json_grammar()?;
 
     let (mut schemas, mut builtin) = (Family::default(), Family::default());
+    let mut compile_bytes = CompileBytes::default();
+    let vocab = compiler.vocabulary().clone();
+    compile_bytes.note(&vocab, "builtin JSON grammar", |c| c.compile_builtin_json_grammar().is_ok());
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(corpus.join("maskbench-dev"))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
@@ -168,6 +209,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let file: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
         let Some(schema) = file.get("schema") else { continue };
         let grammar = compiler.compile_json_schema(schema, &JsonSchemaOptions::default()).ok();
+        if grammar.is_some() {
+            compile_bytes.note(&vocab, &name, |c| c.compile_json_schema(schema, &JsonSchemaOptions::default()).is_ok());
+        }
         for test in file.get("tests").and_then(Value::as_array).into_iter().flatten() {
             if !test.get("valid").and_then(Value::as_bool).unwrap_or(true) {
                 continue;
@@ -206,10 +250,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut skipped = 0;
         for call in usable.iter().take(tool_requests) {
             let set = toolbench::tool_set_for(call, &by_id, &tools, 20, &mut rng);
-            let Ok(grammar) = protocol.compile(&compiler, &protocol.request(&set)) else {
+            let request = protocol.request(&set);
+            let Ok(grammar) = protocol.compile(&compiler, &request) else {
                 skipped += 1;
                 continue;
             };
+            let label = format!("{} {}", protocol.name(), call.case);
+            compile_bytes.note(&vocab, &label, |c| protocol.compile(c, &request).is_ok());
             let tool = set.iter().find(|t| t.name == call.call.name && call.tool_ids.contains(&t.id)).expect("drawn");
             let text = protocol.render_call(&call.call, tool);
             let ids = encode(&encoder, &text, protocol.encodes_special_tokens());
@@ -220,6 +267,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         family.print(&format!("tools, {} ({skipped} requests skipped)", protocol.name()));
     }
+    compile_bytes.print("every source above");
     Ok(())
 }
 
