@@ -98,9 +98,9 @@ pub mod internals {
 pub use cache::{MaskCacheMode, MaskCacheStats, MaskPool, PoolStats};
 pub use compiled::{CompiledGrammar, LoadError, Parser, FORMAT_VERSION as SAVED_FORMAT_VERSION};
 pub use compiler::{
-    CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_MAX_SOURCE_BYTES,
-    DEFAULT_POOL_BYTES, DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN, JSON_GRAMMAR_EBNF,
-    JSON_LEVELS_PER_SUBSCHEMA,
+    CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_MAX_COMPILE_BYTES,
+    DEFAULT_MAX_SOURCE_BYTES, DEFAULT_POOL_BYTES, DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN,
+    JSON_GRAMMAR_EBNF, JSON_LEVELS_PER_SUBSCHEMA,
 };
 pub use error::Error;
 pub use frontend::ebnf::{parse_ebnf, EbnfError};
@@ -125,10 +125,13 @@ pub use grammar::{
 };
 #[doc(hidden)]
 pub use matcher::inject_panic_into_next_fill;
-pub use matcher::{BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch};
+pub use matcher::{
+    BatchGrammarMatcher, GrammarMatcher, JumpForwardTokens, MatcherConfig, MatcherError, Prefetch,
+    DEFAULT_MAX_STATE_BYTES, DEFAULT_MAX_STEP_ITEMS,
+};
 pub use pda::PdaError;
 pub use tokenizer::{load_tokenizer, GgufTokenizer, TextEncoder, VocabError, VocabKind, Vocabulary, VocabularyBuilder};
-pub use util::cancel::{CancelToken, InterruptReason, Interrupted};
+pub use util::cancel::{last_compile_bytes, CancelToken, InterruptReason, Interrupted};
 pub use util::TokenBitmask;
 
 /// The README's examples, run as doctests.

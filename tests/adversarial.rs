@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use maskforge::{
-    CancelToken, CompilerConfig, Error, GrammarCompiler, GrammarMatcher, InterruptReason, JsonSchemaOptions,
-    MatcherError, SchemaErrorKind, TokenBitmask, Vocabulary, VocabularyBuilder,
+    CancelToken, CompiledGrammar, CompilerConfig, Error, GrammarCompiler, GrammarMatcher, InterruptReason,
+    JsonSchemaOptions, MatcherConfig, MatcherError, Parser, SchemaErrorKind, TokenBitmask, Vocabulary,
+    VocabularyBuilder,
 };
 use serde_json::json;
 
@@ -115,7 +116,8 @@ fn enum_schema(n: usize) -> serde_json::Value {
 fn enum_compiles_or_hits_a_limit(n: usize) {
     match compiler().compile_json_schema(&enum_schema(n), &schema_options()) {
         Ok(g) => {
-            outcome(format_args!("compiled, {} automaton states", g.fsm().state_len()));
+            let bytes = maskforge::last_compile_bytes();
+            outcome(format_args!("compiled, {} automaton states, {bytes} bytes counted", g.fsm().state_len()));
             let last = format!("\"value-{}\"", n - 1);
             let mut m = GrammarMatcher::new(&g);
             assert!(accepts(&mut m, last.as_bytes()) && m.can_terminate());
@@ -133,6 +135,23 @@ fn fast_hundred_thousand_way_enum_compiles_or_hits_a_limit() {
 #[ignore = "slow: run by scripts/adversarial"]
 fn slow_million_way_enum_compiles_or_hits_a_limit() {
     enum_compiles_or_hits_a_limit(1_000_000);
+}
+
+#[test]
+fn fast_a_compile_over_its_byte_budget_is_an_error() {
+    // The 100,000-way enum's one rule: millions of Thompson edges, copied by epsilon removal.
+    let schema = enum_schema(100_000);
+    let limit = 16 << 20;
+    let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(TIMEOUT).max_compile_bytes(limit));
+    let start = Instant::now();
+    let e = c.compile_json_schema(&schema, &schema_options()).unwrap_err();
+    outcome(format_args!("{e}, after {:.1?}", start.elapsed()));
+    assert!(matches!(e, Error::Interrupted(i) if i.reason == InterruptReason::TooLarge(limit)), "{e}");
+    assert!(maskforge::last_compile_bytes() > limit);
+    // Nothing of it was cached: the same compiler compiles a small schema, and the enum again
+    // fails the same way.
+    assert!(c.compile_json_schema(&enum_schema(10), &schema_options()).is_ok());
+    assert!(matches!(c.compile_json_schema(&schema, &schema_options()), Err(Error::Interrupted(_))));
 }
 
 #[test]
@@ -328,17 +347,38 @@ fn fast_json_values_and_tools_over_the_source_limit_are_errors() {
 #[test]
 #[ignore = "slow: run by scripts/adversarial"]
 fn slow_fifty_megabytes_of_brackets_as_an_instance() {
-    // Every `[` opens an array of the JSON grammar: the parser state grows with the depth, the
-    // masks stay exact.
+    // Every `[` opens an array of the JSON grammar: the parser state grows with the depth (one
+    // kept position or stack frame per open level, compaction or not) until the default state
+    // bound refuses a bracket; the masks stay exact and the matcher usable.
     let g = compiler().compile_builtin_json_grammar().unwrap();
-    let mut m = GrammarMatcher::with_config(&g, maskforge::MatcherConfig::default().max_rollback_tokens(0));
+    let mut m = GrammarMatcher::with_config(&g, MatcherConfig::default().max_rollback_tokens(0));
     let open = tok(b'[');
-    for i in 0..(50 << 20) {
-        assert!(m.accept_token(open), "bracket {i} rejected");
+    let start = Instant::now();
+    let mut result = Ok(true);
+    for _ in 0..(50 << 20) {
+        result = m.try_accept_token(open);
+        if result != Ok(true) {
+            break;
+        }
     }
+    let levels = m.num_accepted_tokens();
+    outcome(format_args!("{levels} levels in {:.1?} ({}): {result:?}", start.elapsed(), engine(&m)));
+    assert!(
+        matches!(result, Err(MatcherError::StateTooLarge { limit: maskforge::DEFAULT_MAX_STATE_BYTES, .. })),
+        "{result:?}"
+    );
     let mut mask = TokenBitmask::new(g.vocabulary().vocab_size());
     m.fill_next_token_bitmask(mask.as_words_mut());
     assert!(mask.get(tok(b']') as usize) && !mask.get(tok(b'}') as usize));
+}
+
+/// Which parser a matcher runs, for outcomes.
+fn engine(m: &GrammarMatcher) -> &'static str {
+    if m.runs_pda() {
+        "PDA"
+    } else {
+        "Earley"
+    }
 }
 
 #[test]
@@ -482,6 +522,198 @@ fn fast_a_panic_in_a_fill_poisons_that_matcher_until_reset() {
     assert!(mask.get(tok(b']') as usize) && accepts(&mut poisoned, b"]") && poisoned.can_terminate());
 }
 
+// ---- Per-step work and per-matcher state ------------------------------------------------------
+
+/// The ambiguous grammar of issue 20: reading the n-th byte costs about n² parser item visits.
+const AMBIGUOUS: &str = r#"root ::= root root | "a""#;
+
+/// A matcher of `g` with a step budget of `items`.
+fn budgeted(g: &CompiledGrammar, items: u64) -> GrammarMatcher {
+    GrammarMatcher::with_config(g, MatcherConfig::default().max_step_items(items))
+}
+
+#[test]
+fn fast_an_ambiguous_grammar_hits_the_step_budget_and_the_matcher_is_unchanged() {
+    let g = compiler().compile_grammar(AMBIGUOUS).unwrap();
+    let limit = 100_000;
+    let mut m = budgeted(&g, limit);
+    let size = g.vocabulary().vocab_size();
+    let (mut before, mut after) = (TokenBitmask::new(size), TokenBitmask::new(size));
+    let a = tok(b'a');
+    let start = Instant::now();
+    let err = loop {
+        m.try_fill_next_token_bitmask(before.as_words_mut()).unwrap();
+        match m.try_accept_token(a) {
+            Ok(accepted) => assert!(accepted && m.last_step_items() <= limit),
+            Err(e) => break e,
+        }
+        assert!(m.num_accepted_tokens() < 5_000, "the budget never ran out");
+    };
+    let read = m.num_accepted_tokens();
+    outcome(format_args!("refused byte {} after {:.1?}: {err}", read + 1, start.elapsed()));
+    assert!(matches!(err, MatcherError::StepTooExpensive { items, limit: l } if items > limit && l == limit));
+    // Exactly as before the call: the same mask, the same refusal, and valid input goes on.
+    m.try_fill_next_token_bitmask(after.as_words_mut()).unwrap();
+    assert_eq!((after, m.num_accepted_tokens()), (before, read));
+    assert_eq!(m.try_accept_token(a), Err(err));
+    assert!(!m.accept_token(a));
+    m.rollback(1).unwrap();
+    assert!(m.accept_token(a), "one byte earlier the same token fits the budget");
+    let stop = g.vocabulary().stop_token_ids()[0];
+    assert!(m.can_terminate() && m.accept_token(stop) && m.is_terminated());
+    // A string too costly to read in one call: refused whole, nothing kept.
+    let mut s = budgeted(&g, limit);
+    let long = "a".repeat(read);
+    assert!(matches!(s.try_accept_string(&long), Err(MatcherError::StepTooExpensive { .. })));
+    assert!(!s.accept_string(&long) && s.num_accepted_tokens() == 0);
+    assert!(s.accept_string("aaaa") && s.can_terminate());
+}
+
+#[test]
+fn fast_a_fill_over_the_step_budget_is_an_error_and_the_matcher_is_unchanged() {
+    // "ab", "aab", "aaab" leave rule `r`: the fill checks them with the parser, each costing
+    // about as many visits as reading its `a`s, so the fill runs out before `a` does.
+    let vocab = VocabularyBuilder::new()
+        .tokens(["a", "b", "ab", "aab", "aaab", "</s>"])
+        .special(5)
+        .stop_tokens([5])
+        .build()
+        .unwrap();
+    let g = GrammarCompiler::new(vocab, config()).compile_grammar("root ::= r \"b\"\nr ::= r r | \"a\"").unwrap();
+    let limit = 100_000;
+    let mut m = budgeted(&g, limit);
+    let (mut mask, mut last_good) = (TokenBitmask::new(6), TokenBitmask::new(6));
+    let start = Instant::now();
+    let err = loop {
+        match m.try_fill_next_token_bitmask(mask.as_words_mut()) {
+            Ok(_) => last_good = mask.clone(),
+            Err(e) => break e,
+        }
+        assert_eq!(m.try_accept_token(0), Ok(true), "the fill should run out first");
+        assert!(m.num_accepted_tokens() < 5_000, "the budget never ran out");
+    };
+    outcome(format_args!("fill refused after {} bytes, {:.1?}: {err}", m.num_accepted_tokens(), start.elapsed()));
+    assert!(matches!(err, MatcherError::StepTooExpensive { items, .. } if items > limit));
+    assert!(mask.as_words().iter().all(|&w| w == 0), "a failed fill allows nothing");
+    assert_eq!(m.try_fill_next_token_bitmask(mask.as_words_mut()), Err(err));
+    // Unchanged: one token back the same mask as then, and at the failing state a valid token
+    // (the cheap `b`) is accepted.
+    m.rollback(1).unwrap();
+    m.try_fill_next_token_bitmask(mask.as_words_mut()).unwrap();
+    assert_eq!(mask, last_good);
+    assert!(m.accept_token(0) && m.accept_token(1) && m.can_terminate());
+}
+
+#[test]
+fn fast_a_pda_hand_over_is_paid_from_the_step_budget() {
+    // Ambiguity overflows the PDA's threads after a while; the step that overflows replays the
+    // input into an Earley parser, which costs that step more than any before it.
+    let ebnf = r#"root ::= x "b"
+        x ::= "a" x | "a" y | ""
+        y ::= "a" x "c" | """#;
+    let g = GrammarCompiler::new(ascii_vocab(), config().parser(Parser::Pda)).compile_grammar(ebnf).unwrap();
+    let a = tok(b'a');
+    let mut free = budgeted(&g, u64::MAX);
+    let mut costs = Vec::new();
+    while free.runs_pda() {
+        assert!(free.accept_token(a));
+        costs.push(free.last_step_items());
+        assert!(costs.len() < 1_000, "the threads never overflowed");
+    }
+    let hand_over = costs.pop().unwrap();
+    let before = costs.iter().copied().max().unwrap_or(0);
+    outcome(format_args!("hand-over at byte {}: {hand_over} visits (earlier steps at most {before})", costs.len() + 1));
+    assert!(hand_over > before + 1, "{hand_over} vs {before}");
+    // The overflowing step is the PDA's attempt, the replay, then the byte read by Earley (what
+    // an Earley matcher pays for it). A budget short of the replay refuses the step and the
+    // matcher stays a PDA; one visit short of the whole step, the hand-over is done (the same
+    // state, held by Earley) and the byte refused. Either way nothing is read.
+    let earley = GrammarCompiler::new(ascii_vocab(), config().parser(Parser::Earley)).compile_grammar(ebnf).unwrap();
+    let mut e = budgeted(&earley, u64::MAX);
+    assert!(costs.iter().all(|_| e.accept_token(a)) && e.accept_token(a));
+    let size = g.vocabulary().vocab_size();
+    for (limit, stays_pda) in [(hand_over - e.last_step_items() - 1, true), (hand_over - 1, false)] {
+        let mut m = budgeted(&g, limit);
+        let (mut mask, mut after) = (TokenBitmask::new(size), TokenBitmask::new(size));
+        assert!(costs.iter().all(|_| m.accept_token(a)));
+        m.try_fill_next_token_bitmask(mask.as_words_mut()).unwrap();
+        assert!(matches!(m.try_accept_token(a), Err(MatcherError::StepTooExpensive { .. })));
+        assert_eq!((m.runs_pda(), m.num_accepted_tokens()), (stays_pda, costs.len()), "limit {limit}");
+        m.try_fill_next_token_bitmask(after.as_words_mut()).unwrap();
+        assert_eq!(after, mask);
+        assert!(m.accept_token(tok(b'b')) && m.can_terminate(), "a valid token is still read");
+    }
+    // With the replay's cost the hand-over goes through.
+    let mut m = budgeted(&g, hand_over);
+    assert!(costs.iter().all(|_| m.accept_token(a)) && m.accept_token(a) && !m.runs_pda());
+}
+
+#[test]
+fn fast_deep_nesting_hits_the_state_bound_and_the_matcher_stays_usable() {
+    let limit = 1 << 20;
+    let cases = [(Parser::Auto, None), (Parser::Earley, None), (Parser::Auto, Some(0)), (Parser::Earley, Some(0))];
+    for (parser, rollback) in cases {
+        let g = GrammarCompiler::new(ascii_vocab(), config().parser(parser)).compile_builtin_json_grammar().unwrap();
+        let mut config = MatcherConfig::default().max_state_bytes(limit);
+        if let Some(n) = rollback {
+            config = config.max_rollback_tokens(n);
+        }
+        let mut m = GrammarMatcher::with_config(&g, config);
+        let size = g.vocabulary().vocab_size();
+        let (mut before, mut after) = (TokenBitmask::new(size), TokenBitmask::new(size));
+        let (open, close) = (tok(b'['), tok(b']'));
+        let start = Instant::now();
+        let err = loop {
+            m.try_fill_next_token_bitmask(before.as_words_mut()).unwrap();
+            match m.try_accept_token(open) {
+                Ok(accepted) => assert!(accepted && m.state_bytes() <= limit),
+                Err(e) => break e,
+            }
+            assert!(m.num_accepted_tokens() < 1 << 20, "the bound never refused a bracket");
+        };
+        let levels = m.num_accepted_tokens();
+        outcome(format_args!(
+            "{} (rollback limit {rollback:?}): {levels} levels, {:.1?}: {err}",
+            engine(&m),
+            start.elapsed()
+        ));
+        assert!(matches!(err, MatcherError::StateTooLarge { bytes, limit: l } if bytes > limit && l == limit));
+        m.try_fill_next_token_bitmask(after.as_words_mut()).unwrap();
+        assert_eq!((&after, m.num_accepted_tokens()), (&before, levels));
+        assert!(after.get(close as usize) && after.get(open as usize));
+        if rollback.is_none() {
+            // One level back a closing bracket takes less room than the refused opening one.
+            m.rollback(1).unwrap();
+            assert!(m.accept_token(close) && m.num_accepted_tokens() == levels);
+        }
+        m.reset();
+        assert!(accepts(&mut m, b"[[1]]") && m.can_terminate());
+    }
+}
+
+#[test]
+#[ignore = "slow: run by scripts/adversarial"]
+fn slow_an_ambiguous_grammar_under_the_default_bounds() {
+    // Eight bytes per step, as a real tokenizer would give `a…a` (the session 9 measurement):
+    // each step costs more than the last and the chart grows as n²; a default bound ends it.
+    let g = compiler().compile_grammar(AMBIGUOUS).unwrap();
+    let mut m = GrammarMatcher::new(&g);
+    let start = Instant::now();
+    let (mut result, mut last) = (Ok(true), 0);
+    while result == Ok(true) {
+        result = m.try_accept_string("aaaaaaaa");
+        last = m.last_step_items();
+    }
+    outcome(format_args!(
+        "byte {}, {:.1?}, last step {last} visits, state {} bytes: {result:?}",
+        8 * m.num_accepted_tokens(),
+        start.elapsed(),
+        m.state_bytes()
+    ));
+    assert!(matches!(result, Err(MatcherError::StepTooExpensive { .. } | MatcherError::StateTooLarge { .. })));
+    assert!(m.accept_token(g.vocabulary().stop_token_ids()[0]), "the matcher is usable");
+}
+
 // ---- Deadline and cancellation ---------------------------------------------------------------
 
 #[test]
@@ -506,8 +738,9 @@ fn fast_a_timeout_stops_a_long_compile_in_time() {
     let schema = enum_schema(1_000_000);
     // 200 ms ends in the JSON Schema lowering; 2 s inside the enum's automaton construction
     // (one rule, ~10 s to build on a busy machine), whose passes check the watch as they go.
+    // No byte budget: it would stop this compile first (`fast_a_compile_over_its_byte_budget`).
     for limit in [Duration::from_millis(200), Duration::from_secs(2)] {
-        let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(limit));
+        let c = GrammarCompiler::new(ascii_vocab(), config().compile_timeout(limit).max_compile_bytes(u64::MAX));
         let start = Instant::now();
         let phase = match c.compile_json_schema(&schema, &schema_options()) {
             Err(Error::Interrupted(i)) => {
@@ -525,7 +758,8 @@ fn fast_a_timeout_stops_a_long_compile_in_time() {
 
 #[test]
 fn fast_a_cancelled_token_stops_a_compile_from_another_thread() {
-    let compiler = GrammarCompiler::new(ascii_vocab(), config());
+    // No byte budget, which would stop the million-way enum by itself.
+    let compiler = GrammarCompiler::new(ascii_vocab(), config().max_compile_bytes(u64::MAX));
     let token = CancelToken::new();
     let handle = compiler.with_cancel_token(token.clone());
     let schema = enum_schema(1_000_000);

@@ -18,7 +18,12 @@ create_exception!(maskforge, RegexError, MaskforgeError, "A malformed regex or o
 create_exception!(maskforge, StructuralTagError, MaskforgeError, "A malformed structural tag.");
 create_exception!(maskforge, ProtocolError, MaskforgeError, "An unknown protocol, malformed tools or tool_choice.");
 create_exception!(maskforge, TokenizerError, MaskforgeError, "A tokenizer that cannot be loaded or built.");
-create_exception!(maskforge, MatcherError, MaskforgeError, "A matcher call with bad arguments (token id, rollback).");
+create_exception!(
+    maskforge,
+    MatcherError,
+    MaskforgeError,
+    "A matcher call with bad arguments (token id, rollback) or over its bounds (max_step_items, max_state_bytes)."
+);
 create_exception!(
     maskforge,
     BitmaskError,

@@ -17,6 +17,8 @@ pub struct GrammarMatcher {
     /// `None` only while a batch call holds the matcher (and its Python borrow).
     inner: Option<maskforge::GrammarMatcher>,
     max_rollback_tokens: i64,
+    max_step_items: u64,
+    max_state_bytes: usize,
 }
 
 impl GrammarMatcher {
@@ -57,13 +59,29 @@ impl GrammarMatcher {
 impl GrammarMatcher {
     /// A matcher at the start of `compiled_grammar`. `override_stop_tokens` replaces the
     /// tokenizer's stop tokens; `max_rollback_tokens=-1` means unlimited.
+    ///
+    /// Bounds for untrusted grammars and inputs (`None`: the library's default): a call
+    /// (`accept_token`, `accept_string`, a mask fill) that makes the parser visit more than
+    /// `max_step_items` items (default 100,000,000, a second or a few of one core), or a token
+    /// that would make the matcher hold more than `max_state_bytes` bytes of parser state
+    /// (default 128 MiB), raises `MatcherError` and leaves the matcher as it was.
     #[new]
-    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens = None, terminate_without_stop_token = false, max_rollback_tokens = -1))]
+    #[pyo3(signature = (
+        compiled_grammar,
+        *,
+        override_stop_tokens = None,
+        terminate_without_stop_token = false,
+        max_rollback_tokens = -1,
+        max_step_items = None,
+        max_state_bytes = None,
+    ))]
     fn new(
         compiled_grammar: &CompiledGrammar,
         override_stop_tokens: Option<Vec<u32>>,
         terminate_without_stop_token: bool,
         max_rollback_tokens: i64,
+        max_step_items: Option<u64>,
+        max_state_bytes: Option<usize>,
     ) -> PyResult<Self> {
         let mut config = MatcherConfig::default().terminate_without_stop_token(terminate_without_stop_token);
         if let Some(ids) = override_stop_tokens {
@@ -78,12 +96,16 @@ impl GrammarMatcher {
         if max_rollback_tokens >= 0 {
             config = config.max_rollback_tokens(max_rollback_tokens as usize);
         }
+        let max_step_items = max_step_items.unwrap_or(maskforge::DEFAULT_MAX_STEP_ITEMS);
+        let max_state_bytes = max_state_bytes.unwrap_or(maskforge::DEFAULT_MAX_STATE_BYTES);
+        config = config.max_step_items(max_step_items).max_state_bytes(max_state_bytes);
         let inner = maskforge::GrammarMatcher::with_config(&compiled_grammar.inner, config);
-        Ok(GrammarMatcher { inner: Some(inner), max_rollback_tokens })
+        Ok(GrammarMatcher { inner: Some(inner), max_rollback_tokens, max_step_items, max_state_bytes })
     }
 
     /// Accepts one token; `False` (state unchanged) when the grammar does not allow it.
-    /// Raises `MatcherError` for an id outside the vocabulary.
+    /// Raises `MatcherError` for an id outside the vocabulary, or over `max_step_items` or
+    /// `max_state_bytes` (state unchanged).
     #[pyo3(signature = (token_id, *, debug_print = false))]
     fn accept_token(&mut self, token_id: i64, debug_print: bool) -> PyResult<bool> {
         let _ = debug_print;
@@ -91,7 +113,9 @@ impl GrammarMatcher {
         guarded(|| self.get_mut().try_accept_token(id).map_err(matcher_err))
     }
 
-    /// Accepts a string (`str` or `bytes`) as one step; all or nothing.
+    /// Accepts a string (`str` or `bytes`) as one step; all or nothing. Raises `MatcherError`
+    /// when reading it goes over `max_step_items` (split a very long string) or keeping it
+    /// over `max_state_bytes`.
     #[pyo3(signature = (input_str, *, debug_print = false))]
     fn accept_string(&mut self, input_str: &Bound<'_, PyAny>, debug_print: bool) -> PyResult<bool> {
         let _ = debug_print;
@@ -103,12 +127,13 @@ impl GrammarMatcher {
             return Err(MatcherError::new_err("accept_string takes str or bytes"));
         };
         let m = self.get_mut();
-        detached(input_str.py(), || Ok(m.accept_string(&bytes)))
+        detached(input_str.py(), || m.try_accept_string(&bytes).map_err(matcher_err))
     }
 
     /// Writes the mask of allowed next tokens into row `index` of `bitmask` (int32, shape
     /// `(batch, ceil(vocab_size / 32))` or `(ceil(vocab_size / 32),)`, numpy or CPU torch).
-    /// Returns whether the mask must be applied (some token is disallowed).
+    /// Returns whether the mask must be applied (some token is disallowed). Raises
+    /// `MatcherError` (the row all zero) when the fill goes over `max_step_items`.
     #[pyo3(signature = (bitmask, index = 0, *, debug_print = false))]
     fn fill_next_token_bitmask(
         &mut self,
@@ -180,6 +205,30 @@ impl GrammarMatcher {
         self.max_rollback_tokens
     }
 
+    /// The bound on parser item visits per call.
+    #[getter]
+    fn max_step_items(&self) -> u64 {
+        self.max_step_items
+    }
+
+    /// The bound on the bytes of parser state the matcher holds.
+    #[getter]
+    fn max_state_bytes(&self) -> usize {
+        self.max_state_bytes
+    }
+
+    /// The parser item visits the last call used (how close it came to `max_step_items`).
+    #[getter]
+    fn last_step_items(&self) -> u64 {
+        self.get().last_step_items()
+    }
+
+    /// The bytes of parser state the matcher holds now (what `max_state_bytes` bounds).
+    #[getter]
+    fn state_bytes(&self) -> usize {
+        self.get().state_bytes()
+    }
+
     /// How many tokens (steps) were accepted.
     #[getter]
     fn num_accepted_tokens(&self) -> usize {
@@ -194,7 +243,12 @@ impl GrammarMatcher {
 
     /// An independent copy in the same state (shares the compiled grammar).
     fn fork(&self) -> Self {
-        GrammarMatcher { inner: Some(self.get().fork()), max_rollback_tokens: self.max_rollback_tokens }
+        GrammarMatcher {
+            inner: Some(self.get().fork()),
+            max_rollback_tokens: self.max_rollback_tokens,
+            max_step_items: self.max_step_items,
+            max_state_bytes: self.max_state_bytes,
+        }
     }
 
     /// Accepts the longest accepted prefix of `token_ids`; returns its length.

@@ -96,6 +96,34 @@ def test_matcher_options(grammar):
     assert m.compiled_grammar.grammar == grammar.grammar
 
 
+def test_bounds_on_hostile_grammars_and_inputs(toy):
+    compiler = xgr.GrammarCompiler(toy)
+    default = xgr.GrammarMatcher(compiler.compile_grammar('root ::= "1"'))
+    assert default.max_step_items == 100_000_000 and default.max_state_bytes == 128 << 20
+    # Ambiguous: every "1" costs more parser work than the last, until a step is refused.
+    ambiguous = compiler.compile_grammar('root ::= root root | "1"')
+    m = xgr.GrammarMatcher(ambiguous, max_step_items=20_000)
+    assert m.max_step_items == 20_000
+    with pytest.raises(xgr.MatcherError, match="max_step_items"):
+        for _ in range(2_000):
+            assert m.accept_token(4) and m.last_step_items <= 20_000
+            before = mask_of(m)
+    accepted = m.num_accepted_tokens
+    assert mask_of(m) == before and m.num_accepted_tokens == accepted, "the matcher is unchanged"
+    with pytest.raises(xgr.MatcherError, match="max_step_items"):
+        m.accept_string("1")
+    assert m.accept_token(6) and m.is_terminated()
+    # Nesting: the state grows with every open level, until a level is refused.
+    nested = compiler.compile_grammar('root ::= "{" root "}" | "1"')
+    m = xgr.GrammarMatcher(nested, max_state_bytes=10_000)
+    with pytest.raises(xgr.MatcherError, match="max_state_bytes"):
+        for _ in range(2_000):
+            assert m.accept_token(0) and m.state_bytes <= 10_000
+    assert mask_of(m) == [0, 4]
+    m.rollback(1)
+    assert m.accept_token(4) and m.accept_token(1)
+
+
 def test_fork_and_drafts(grammar):
     m = xgr.GrammarMatcher(grammar)
     m.accept_token(0)

@@ -48,6 +48,12 @@ pub const DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN: usize = 1_024;
 /// Default limit on the size of one compile's source (EBNF text, regex, JSON Schema, structural
 /// tag, tool list): 4 MiB, eight times MaskBench's largest file (0.5 MB, schema and instances).
 pub const DEFAULT_MAX_SOURCE_BYTES: usize = 4 << 20;
+/// Default byte budget of one compile's growth points (see [`CompilerConfig::max_compile_bytes`]):
+/// 256 MiB. Measured cold (no cache of any kind; `maskforge-bench`'s `step_cost`): every
+/// MaskBench-dev schema, the builtin JSON grammar and 896 tool-calling requests of 20 tools
+/// count at most 16.5 MB (p99 3.8 MB), the 100,000-way enum 76 MB; the 1,000,000-way enum,
+/// which peaked at 1.4 GB, counts about ten times that and is refused.
+pub const DEFAULT_MAX_COMPILE_BYTES: u64 = 256 << 20;
 
 /// Compilation options. Setters take and return the config by value.
 ///
@@ -72,6 +78,7 @@ pub struct CompilerConfig {
     compile_timeout: Option<Duration>,
     parser: Parser,
     max_source_bytes: usize,
+    max_compile_bytes: u64,
 }
 
 impl Default for CompilerConfig {
@@ -89,6 +96,7 @@ impl Default for CompilerConfig {
             compile_timeout: None,
             parser: Parser::Auto,
             max_source_bytes: DEFAULT_MAX_SOURCE_BYTES,
+            max_compile_bytes: DEFAULT_MAX_COMPILE_BYTES,
         }
     }
 }
@@ -250,6 +258,34 @@ impl CompilerConfig {
         self.max_source_bytes
     }
 
+    /// The byte budget of one compile call (default [`DEFAULT_MAX_COMPILE_BYTES`]; `u64::MAX`:
+    /// none), counted at its dominant growth points: the Thompson automaton of each rule built
+    /// (16 bytes per edge), epsilon removal's copies of it (its edges bucketed by source and
+    /// its epsilon-free output), the grammar IR's nodes and the JSON Schema lowering's literal
+    /// text. The count is cumulative over the compile (what a pass frees is not given back), so
+    /// it bounds the peak of these structures from above; a rule whose finished automaton comes
+    /// from the cache counts its Thompson automaton (the cache key) but not the passes. Over the budget the compile stops like a timeout, with
+    /// [`Error::Interrupted`] and [`InterruptReason::TooLarge`](crate::InterruptReason); nothing
+    /// of it is cached.
+    ///
+    /// # Example
+    /// ```
+    /// use maskforge::{CompilerConfig, Error, GrammarCompiler, InterruptReason, VocabularyBuilder};
+    /// let vocab = VocabularyBuilder::new().tokens(["a", "</s>"]).special(1).stop_tokens([1]).build()?;
+    /// let compiler = GrammarCompiler::new(vocab, CompilerConfig::default().max_compile_bytes(1_000));
+    /// let err = compiler.compile_grammar(&format!("root ::= {}", "\"a\" ".repeat(1_000))).unwrap_err();
+    /// assert!(matches!(err, Error::Interrupted(i) if i.reason == InterruptReason::TooLarge(1_000)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_compile_bytes(mut self, limit: u64) -> Self {
+        self.max_compile_bytes = limit;
+        self
+    }
+    /// The byte budget of one compile.
+    pub fn get_max_compile_bytes(&self) -> u64 {
+        self.max_compile_bytes
+    }
+
     /// The parser matchers run (default [`Parser::Auto`]). [`Parser::Pda`] makes compiling a
     /// grammar the PDA does not serve an error ([`Error::Pda`]); `Auto` never fails for it.
     /// Which parser a grammar got is [`CompiledGrammar::parser`].
@@ -375,10 +411,12 @@ impl GrammarCompiler {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
                 .unwrap_or_else(|panic| Err(Error::Internal(panic_message(&*panic))))
         };
-        let Some(watch) = Watch::new(self.config.compile_timeout, self.cancel.clone()) else {
+        let max_bytes = Some(self.config.max_compile_bytes).filter(|&b| b != u64::MAX);
+        let Some(watch) = Watch::new(self.config.compile_timeout, self.cancel.clone(), max_bytes) else {
             return f();
         };
         let result = watch.run(|| cancel::check_now("start").map_err(Error::from).and_then(|()| f()));
+        watch.record_bytes();
         match watch.tripped() {
             Some(interrupted) => Err(Error::Interrupted(interrupted)),
             None => result,

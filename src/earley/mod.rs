@@ -21,12 +21,25 @@
 //! One item set is kept per consumed byte, in a single vector with row offsets; rolling back
 //! `n` bytes is a truncation, which is what the mask computation uses to share work between
 //! tokens with a common prefix.
+//!
+//! # Bounded work and memory
+//!
+//! An ambiguous grammar makes sets grow with the input and completions read ever longer
+//! waiting lists (`root ::= root root | "a"` costs about n² per byte, and its chart grows as
+//! n²), so a parser carries a `StepBudget` (`util::budget`, unlimited unless set): every item a set adds,
+//! every item a byte scans and every waiting item recorded or read counts one visit, and the
+//! chart's size ([`Parser::state_bytes`]) is checked every 1,024 visits, inside a set too. A byte that goes over either limit is refused and its open set discarded, exactly as
+//! a rejected byte, and every later byte is refused until the budget is replaced
+//! (`Parser::set_budget`); the caller tells the two apart with `Parser::budget`. The
+//! matcher gives each call a fresh budget, so one step's cost and memory are bounded and a
+//! refused step leaves the chart as it was.
 
 mod compact;
 
 use std::sync::Arc;
 
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
+use crate::util::budget::StepBudget;
 use crate::util::hash::FastMap;
 use crate::util::small_set::SmallSet;
 
@@ -72,6 +85,8 @@ struct Chart {
     /// The fewest bytes [`Parser::pop_bytes`] may leave: above 0 after [`Parser::compact`],
     /// whose older positions hold no items.
     floor: usize,
+    /// The work the current call may still do (see the module documentation).
+    budget: StepBudget,
     // Scratch, cleared per set.
     seen: SmallSet<Item>,
     /// (rule, origin) pairs completed in the open set.
@@ -96,7 +111,7 @@ impl Parser {
         for &it in items {
             p.add(it);
         }
-        p.chart.close_set(&p.fsm);
+        p.close_first_set();
         p
     }
 
@@ -125,7 +140,7 @@ impl Parser {
         p.chart.waiting.extend(waits);
         p.open_set();
         p.add(Item { state, origin: 0, count: 0 });
-        p.chart.close_set(&p.fsm);
+        p.close_first_set();
         p
     }
 
@@ -141,6 +156,7 @@ impl Parser {
                 waiting_starts: Vec::new(),
                 accepting: Vec::new(),
                 floor: 0,
+                budget: StepBudget::UNLIMITED,
                 seen: SmallSet::default(),
                 completed: SmallSet::default(),
                 loops: FastMap::default(),
@@ -148,9 +164,35 @@ impl Parser {
         }
     }
 
+    /// Closes the first set of a new parser, whose budget is unlimited (so it cannot fail).
+    fn close_first_set(&mut self) {
+        let closed = self.chart.close_set(&self.fsm);
+        debug_assert!(closed, "a new parser's budget is unlimited");
+    }
+
     /// The automata this parser runs on.
     pub fn fsm(&self) -> &Arc<GrammarFsm> {
         &self.fsm
+    }
+
+    /// Replaces the budget: the visits counted from now on, and the limits (see the module
+    /// documentation). [`StepBudget::UNLIMITED`] removes them.
+    pub(crate) fn set_budget(&mut self, budget: StepBudget) {
+        self.chart.budget = budget;
+    }
+
+    /// The budget: its limits, the visits counted since it was set, and whether a byte was
+    /// refused for going over one.
+    pub(crate) fn budget(&self) -> StepBudget {
+        self.chart.budget
+    }
+
+    /// The bytes the chart holds (its items, waiting items and per-position rows), counted by
+    /// length: what the budget's byte limit and a per-matcher memory bound compare. The
+    /// vectors' spare capacity (at most as much again) and the per-set scratch (at most the
+    /// largest set) are not counted.
+    pub fn state_bytes(&self) -> usize {
+        self.chart.state_bytes()
     }
 
     /// The number of bytes consumed.
@@ -177,10 +219,15 @@ impl Parser {
         &self.chart.items[*self.chart.set_starts.last().unwrap() as usize..]
     }
 
-    /// Consumes one byte. Returns `false`, leaving the state unchanged, when no item can read it.
+    /// Consumes one byte. Returns `false`, leaving the state unchanged, when no item can read it
+    /// or when reading it goes over the work budget (`Parser::budget` says which).
     pub fn advance_byte(&mut self, b: u8) -> bool {
         let cur_start = *self.chart.set_starts.last().unwrap() as usize;
         let cur_end = self.chart.items.len();
+        // The scan visits every item of the current set.
+        if !self.chart.charge((cur_end - cur_start) as u64) {
+            return false;
+        }
         self.open_set();
         let (fsm, Chart { items, seen, .. }) = (&self.fsm, &mut self.chart);
         for i in cur_start..cur_end {
@@ -193,11 +240,10 @@ impl Parser {
                 }
             }
         }
-        if self.chart.items.len() == cur_end {
+        if self.chart.items.len() == cur_end || !self.chart.close_set(&self.fsm) {
             self.discard_open_set();
             return false;
         }
-        self.chart.close_set(&self.fsm);
         true
     }
 
@@ -269,12 +315,43 @@ impl Parser {
 }
 
 impl Chart {
-    /// Runs predict and complete to a fixpoint over the open set.
-    fn close_set(&mut self, fsm: &GrammarFsm) {
+    /// Counts `n` visits; `false` once over a limit, the state size checked when due.
+    #[inline]
+    fn charge(&mut self, n: u64) -> bool {
+        !self.budget.tick(n) || self.settle()
+    }
+
+    /// The budget's slow path, when a tick asks for it: the work limit, and the state size when
+    /// it is due (see `util::budget`).
+    #[cold]
+    #[inline(never)]
+    fn settle(&mut self) -> bool {
+        let bytes = self.budget.bytes_due().then(|| self.state_bytes());
+        self.budget.settle(bytes)
+    }
+
+    /// See [`Parser::state_bytes`].
+    fn state_bytes(&self) -> usize {
+        self.items.len() * std::mem::size_of::<Item>()
+            + self.waiting.len() * std::mem::size_of::<Waiting>()
+            + (self.set_starts.len() + self.waiting_starts.len()) * std::mem::size_of::<u32>()
+            + self.accepting.len()
+    }
+
+    /// Runs predict and complete to a fixpoint over the open set. Returns `false`, with the set
+    /// half closed (the caller discards it), when the budget runs out: its work, or its bytes
+    /// (checked whenever the budget says so, inside the set and at its end).
+    fn close_set(&mut self, fsm: &GrammarFsm) -> bool {
         let pos = (self.set_starts.len() - 1) as u32;
         let mut i = *self.set_starts.last().unwrap() as usize;
         while i < self.items.len() {
             let it = self.items[i];
+            // Every item the set adds is visited once here, with the waiting items its rule
+            // edges record (each rule edge once per item: items are unique in a set).
+            let rule_edges = fsm.rule_edges(it.state);
+            if !self.charge(1 + rule_edges.len() as u64) {
+                return false;
+            }
             i += 1;
             let rule = fsm.rule_of(it.state);
             let info = fsm.rule(rule);
@@ -310,7 +387,7 @@ impl Chart {
                     self.complete(fsm, rule, it.origin, pos);
                 }
             }
-            for e in fsm.rule_edges(it.state) {
+            for e in rule_edges {
                 self.waiting.push(Waiting { rule: e.rule, parent: it });
                 let callee = fsm.rule(e.rule);
                 push_item(&mut self.seen, &mut self.items, Item { state: callee.start, origin: pos, count: 0 });
@@ -323,6 +400,8 @@ impl Chart {
                 }
             }
         }
+        // A completion may have gone over a limit after the last item's check.
+        !self.budget.exceeded()
     }
 
     /// Whether a counted rule may loop back to its start with count `done`. A body that can
@@ -350,6 +429,11 @@ impl Chart {
     fn complete(&mut self, fsm: &GrammarFsm, rule: FsmRuleId, origin: u32, pos: u32) {
         let ws = self.waiting_starts[origin as usize] as usize;
         let we = if origin == pos { self.waiting.len() } else { self.waiting_starts[origin as usize + 1] as usize };
+        // Reading the waiting list visits each of its items; over the budget, the caller
+        // abandons the set, so the rest need not be read.
+        if !self.charge((we - ws) as u64) {
+            return;
+        }
         for w in ws..we {
             let Waiting { rule: r, parent } = self.waiting[w];
             if r != rule {
@@ -386,5 +470,43 @@ mod tests {
         p.pop_bytes(2);
         assert_eq!(p.byte_len(), 2);
         assert!(!p.is_accepting() && p.advance_bytes(b"bb") == 2 && p.is_accepting());
+    }
+
+    #[test]
+    fn a_byte_over_the_budget_is_refused_and_the_chart_is_as_before() {
+        // Ambiguous: the n-th byte costs about n² visits.
+        let g = crate::parse_ebnf(r#"root ::= root root | "a""#, "root").unwrap();
+        let mut p = Parser::new(Arc::new(GrammarFsm::new(&g).unwrap()));
+        assert_eq!(p.advance_bytes(&[b'a'; 40]), 40);
+        let before = (p.byte_len(), p.state_bytes(), p.current_items().to_vec(), p.is_accepting());
+        let mut free = p.clone();
+        free.set_budget(StepBudget::new(u64::MAX - 1, usize::MAX));
+        assert_eq!(free.advance_bytes(&[b'a'; 4]), 4);
+        let cost = free.budget().used();
+        assert!(!free.budget().exceeded() && cost > 2 * crate::util::budget::BYTES_CHECK_PERIOD, "{cost}");
+
+        p.set_budget(StepBudget::new(cost - 1, usize::MAX));
+        let read = p.advance_bytes(&[b'a'; 4]);
+        assert!(read < 4 && p.budget().exceeded() && p.budget().used() > cost - 1);
+        assert!(!p.advance_byte(b'a'), "an exceeded budget refuses every byte");
+        p.pop_bytes(read);
+        assert_eq!((p.byte_len(), p.state_bytes(), p.current_items().to_vec(), p.is_accepting()), before);
+        // A fresh budget reads on, to the same state as without one.
+        p.set_budget(StepBudget::new(cost, usize::MAX));
+        assert_eq!(p.advance_bytes(&[b'a'; 4]), 4);
+        assert_eq!((p.current_items(), p.state_bytes()), (free.current_items(), free.state_bytes()));
+        // A byte limit, checked every so many visits: a byte is refused before the state has
+        // grown much past it (a visit adds at most an item or a waiting item), nothing kept.
+        use crate::util::budget::{Stop, BYTES_CHECK_PERIOD};
+        free.pop_bytes(4);
+        free.set_budget(StepBudget::new(u64::MAX, before.1));
+        let read = free.advance_bytes(&[b'a'; 40]);
+        let over = match free.budget().stop() {
+            Some(Stop::Bytes(b)) => b - before.1,
+            other => panic!("{other:?}"),
+        };
+        assert!(read < 40 && over > 0 && over < 32 * BYTES_CHECK_PERIOD as usize, "{read} {over}");
+        free.pop_bytes(read);
+        assert_eq!(free.state_bytes(), before.1);
     }
 }

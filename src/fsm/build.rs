@@ -25,6 +25,10 @@ use super::{tag_dispatch, token, ByteEdge, FsmRule, FsmRuleId, GrammarFsm, Label
 use crate::grammar::{Expr, Grammar, GrammarError, Rule, TagDispatch};
 use crate::util::scc::strongly_connected_components;
 use crate::util::sentinel::Sentinel;
+
+/// Thompson edges added between two charges to the compile's byte budget (a charge is an atomic
+/// addition; per edge it would cost more than the edge).
+const CHARGE_EDGES: usize = 4096;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -104,6 +108,8 @@ struct Builder<'a> {
     classes: ClassLowering,
     /// The Thompson automaton of the rule being built (buffers kept between rules).
     nfa: Nfa,
+    /// Its edges already charged to the compile's byte budget (`util::cancel::charge_bytes`).
+    charged_edges: usize,
     /// The rule ids the finished automata reference (see [`RuleAutomata`]).
     rule_ids: Vec<u32>,
     /// Scratch of [`localize_rules`], indexed by rule id.
@@ -191,6 +197,7 @@ pub fn build_grammar_fsm_cached(
         free_depth: Vec::new(),
         classes: ClassLowering::take_kept(),
         nfa: Nfa::default(),
+        charged_edges: 0,
         rule_ids: Vec::new(),
         local_of: Vec::new(),
     };
@@ -328,10 +335,12 @@ impl Builder<'_> {
         // each of thousands of rules was a visible cost).
         let mut nfa = std::mem::take(&mut self.nfa);
         nfa.clear();
+        self.charged_edges = 0;
         let start = nfa.add_state();
         nfa.start = start;
         let end = self.expr(&mut nfa, body, start);
         nfa.finals[end as usize] = true;
+        self.charge_edges(&nfa);
         let built = match self.error.take() {
             Some(e) => Err(e),
             None => self.finished(&mut nfa),
@@ -390,6 +399,17 @@ impl Builder<'_> {
         r
     }
 
+    /// Charges the Thompson automaton's edges added since the last charge to the compile's
+    /// byte budget; over it, the error is kept and the rest of the rule skipped.
+    fn charge_edges(&mut self, nfa: &Nfa) {
+        let new = nfa.edges.len() - self.charged_edges;
+        self.charged_edges = nfa.edges.len();
+        let bytes = new * std::mem::size_of::<(u32, Label, u32)>();
+        if let Err(interrupted) = crate::util::cancel::charge_bytes(bytes, "Thompson construction") {
+            self.error.get_or_insert(interrupted.into());
+        }
+    }
+
     /// Adds `e` to `nfa` starting at `from`; returns the state where it ends.
     fn expr(&mut self, nfa: &mut Nfa, e: &Expr, from: u32) -> u32 {
         self.expr_to(nfa, e, from, None)
@@ -411,6 +431,12 @@ impl Builder<'_> {
         if let Err(interrupted) = crate::util::cancel::check("Thompson construction") {
             self.error.get_or_insert(interrupted.into());
             return end_with_epsilon(nfa, from, to);
+        }
+        if nfa.edges.len() - self.charged_edges >= CHARGE_EDGES {
+            self.charge_edges(nfa);
+            if self.error.is_some() {
+                return end_with_epsilon(nfa, from, to);
+            }
         }
         match e {
             Expr::Empty => end_with_epsilon(nfa, from, to),

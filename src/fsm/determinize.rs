@@ -104,6 +104,11 @@ fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> Result<FlatFsm, Int
     let n = nfa.state_len();
     let Scratch { offsets, adjacent, mark, closure, new_id, queue, .. } = scratch;
     nfa.by_source(offsets, adjacent)?;
+    // The compile's byte budget (`util::cancel`): the bucketed copy of the edges now, the
+    // output as it grows (closures can copy an edge to many states).
+    let edge_size = std::mem::size_of::<(Label, u32)>();
+    cancel::charge_bytes(adjacent.len() * edge_size + offsets.len() * 4, "epsilon removal")?;
+    let mut charged = 0;
     let edges = |s: u32| &adjacent[offsets[s as usize] as usize..offsets[s as usize + 1] as usize];
     // Only the start and the targets of non-epsilon edges become states, so only their epsilon
     // closures are computed, each when the state is first dequeued.
@@ -120,6 +125,10 @@ fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> Result<FlatFsm, Int
     let mut qi = 0;
     while qi < queue.len() {
         cancel::check_at(qi, "epsilon removal")?;
+        if qi % cancel::POLL_EVERY == 0 {
+            cancel::charge_bytes((out.edge_len() - charged) * edge_size, "epsilon removal")?;
+            charged = out.edge_len();
+        }
         let s = queue[qi];
         qi += 1;
         closure.clear();
@@ -154,6 +163,7 @@ fn remove_epsilons_with(nfa: &Nfa, scratch: &mut Scratch) -> Result<FlatFsm, Int
         out.sort_open_edges();
         out.end_state();
     }
+    cancel::charge_bytes((out.edge_len() - charged) * edge_size, "epsilon removal")?;
     Ok(out)
 }
 

@@ -174,6 +174,7 @@ impl GrammarBuilder {
 /// allow.
 fn count_within_limits(e: &Expr, limits: &GrammarLimits, nodes: &mut usize) -> Result<(), GrammarError> {
     let (depth, n) = e.depth_and_node_count();
+    crate::util::cancel::charge_bytes(n * std::mem::size_of::<Expr>(), "grammar construction")?;
     if depth > limits.max_depth {
         return Err(GrammarError::TooLarge { what: "expression depth", actual: depth, limit: limits.max_depth });
     }

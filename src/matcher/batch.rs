@@ -59,7 +59,12 @@ impl BatchGrammarMatcher {
     /// # Errors
     /// [`MatcherError::BatchLengthMismatch`] when `indices` and `matchers` differ in length,
     /// [`MatcherError::VocabSizeMismatch`], [`MatcherError::BitmaskTooShort`] (without
-    /// `indices`), [`MatcherError::RowIndexOutOfRange`], [`MatcherError::DuplicateRowIndex`].
+    /// `indices`), [`MatcherError::RowIndexOutOfRange`], [`MatcherError::DuplicateRowIndex`],
+    /// checked before anything is written. Then a matcher's own fill error
+    /// ([`MatcherError::StepTooExpensive`], [`MatcherError::Poisoned`], see
+    /// [`GrammarMatcher::try_fill_next_token_bitmask`]): every row is filled all the same, a
+    /// failed matcher's row all zero, and the error of the first failed matcher (in the order
+    /// of `matchers`) is returned.
     pub fn batch_fill_next_token_bitmask(
         &self,
         matchers: &mut [GrammarMatcher],
@@ -73,16 +78,15 @@ impl BatchGrammarMatcher {
         }
         let words_per_row = mask_words(vocab_size);
         let rows = assign_rows(bitmask, words_per_row, matchers.len(), indices)?;
-        self.pool.install(|| {
-            matchers.par_iter_mut().zip(rows).for_each(|(m, row)| {
-                m.try_fill_next_token_bitmask(row).expect("rows are sized to the vocabulary");
-            });
-        });
-        Ok(())
+        let results: Vec<Result<bool, MatcherError>> = self
+            .pool
+            .install(|| matchers.par_iter_mut().zip(rows).map(|(m, row)| m.try_fill_next_token_bitmask(row)).collect());
+        results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
     }
 
     /// Accepts `tokens[i]` into matcher `i`, for every `i`; returns each matcher's verdict (as
-    /// [`GrammarMatcher::accept_token`]: `false` leaves that matcher unchanged).
+    /// [`GrammarMatcher::accept_token`]: `false` leaves that matcher unchanged, and a matcher's
+    /// own error, such as [`MatcherError::StepTooExpensive`], reads as `false`).
     ///
     /// # Errors
     /// [`MatcherError::BatchLengthMismatch`] when `tokens` and `matchers` differ in length.

@@ -5,11 +5,16 @@
 //! read next, which is all the matcher, the mask and the oracle need. A PDA whose threads
 //! overflow (an ambiguity it does not serve well, see `crate::pda`) is replaced by an Earley
 //! parser that replays its bytes, in the middle of a call if need be: the answer stays exact.
+//!
+//! Both carry the call's [`StepBudget`]; the replacing Earley parser takes over the PDA's, so
+//! the replay is paid from the budget of the call that triggers it, like any other work of
+//! that call (a replay the budget cannot pay leaves the PDA as it was, the budget exceeded).
 
 use crate::compiled::{CompiledGrammar, Parser as ParserKind};
 use crate::earley::Parser;
 use crate::fsm::{RuleKind, StateId};
 use crate::pda::Pda;
+use crate::util::budget::StepBudget;
 
 /// A matcher's parser (see the module documentation).
 #[derive(Clone, Debug)]
@@ -54,6 +59,14 @@ impl Engine {
         }
     }
 
+    /// The items of the current position: Earley items, or PDA threads.
+    pub fn current_len(&self) -> usize {
+        match self {
+            Engine::Earley(p) => p.current_items().len(),
+            Engine::Pda(p) => p.thread_count(),
+        }
+    }
+
     /// Whether the input so far is a complete match.
     #[inline]
     pub fn is_accepting(&self) -> bool {
@@ -68,30 +81,61 @@ impl Engine {
         self.advance_bytes(&[b]) == 1
     }
 
-    /// Consumes bytes until one is rejected; returns how many were consumed.
+    /// Consumes bytes until one is rejected or the work budget runs out; returns how many were
+    /// consumed.
     pub fn advance_bytes(&mut self, bytes: &[u8]) -> usize {
         match self {
             Engine::Earley(p) => p.advance_bytes(bytes),
             Engine::Pda(p) => {
                 let n = p.advance_bytes(bytes);
-                if !p.overflowed() {
+                if !p.overflowed() || !self.hand_over_to_earley() {
                     return n;
                 }
-                self.hand_over_to_earley();
                 n + self.advance_bytes(&bytes[n..])
             }
         }
     }
 
     /// Replaces a PDA by an Earley parser in the same state: its bytes replayed, and as many
-    /// positions as the PDA can pop.
-    fn hand_over_to_earley(&mut self) {
-        let Engine::Pda(pda) = self else { return };
+    /// positions as the PDA can pop. The replay runs on the PDA's work budget; when that runs
+    /// out, the PDA stays (its budget marked exceeded) and this returns `false`.
+    fn hand_over_to_earley(&mut self) -> bool {
+        let Engine::Pda(pda) = self else { return true };
         let mut parser = Parser::new(pda.fsm().clone());
+        parser.set_budget(pda.budget());
         let read = parser.advance_bytes(pda.bytes());
-        debug_assert_eq!(read, pda.bytes().len(), "the PDA and the Earley parser accept the same bytes");
+        if read < pda.bytes().len() {
+            debug_assert!(parser.budget().exceeded(), "the PDA and the Earley parser accept the same bytes");
+            pda.set_budget(parser.budget());
+            return false;
+        }
         parser.compact(pda.byte_len());
         *self = Engine::Earley(parser);
+        true
+    }
+
+    /// Replaces the work budget of the parser (see `crate::util::budget`).
+    pub fn set_budget(&mut self, budget: StepBudget) {
+        match self {
+            Engine::Earley(p) => p.set_budget(budget),
+            Engine::Pda(p) => p.set_budget(budget),
+        }
+    }
+
+    /// The parser's work budget: the visits counted since it was set, and whether it ran out.
+    pub fn budget(&self) -> StepBudget {
+        match self {
+            Engine::Earley(p) => p.budget(),
+            Engine::Pda(p) => p.budget(),
+        }
+    }
+
+    /// The bytes the parser's state holds (see `Parser::state_bytes`, `Pda::state_bytes`).
+    pub fn state_bytes(&self) -> usize {
+        match self {
+            Engine::Earley(p) => p.state_bytes(),
+            Engine::Pda(p) => p.state_bytes(),
+        }
     }
 
     /// Undoes the last `n` consumed bytes (at most [`Engine::byte_len`]).

@@ -46,12 +46,15 @@ impl JumpForwardTokens {
 
 impl GrammarMatcher {
     /// The bytes every continuation must start with (jump-forward decoding), cut at the last
-    /// complete UTF-8 character. Empty when the grammar may end here or branches at once.
+    /// complete UTF-8 character. Empty when the grammar may end here or branches at once. The
+    /// walk is bounded by [`super::MatcherConfig::max_step_items`]: where the budget runs out
+    /// the forced text is cut (every prefix of it is forced too).
     pub fn find_jump_forward_bytes(&mut self) -> Vec<u8> {
         let mut forced = Vec::new();
         if self.terminated {
             return forced;
         }
+        self.begin_step();
         const MAX_FORCED: usize = 1 << 16;
         while forced.len() < MAX_FORCED && !self.parser.is_accepting() {
             let Some(b) = single_byte(&self.parser.next_bytes()) else { break };

@@ -28,6 +28,29 @@
 //! call) and the grammar can end right after it. Accepting it ends the generation either way:
 //! read as a terminal when that reading ends the grammar (rollback undoes the reading too),
 //! else as a plain end of generation.
+//!
+//! # Bounds on hostile grammars and inputs
+//!
+//! Two settings of [`MatcherConfig`] bound what one request can cost, whatever grammar and
+//! input it brings:
+//!
+//! * **Work per call** ([`MatcherConfig::max_step_items`]): every call that runs the parser
+//!   (`accept_token`, `accept_string`, a mask fill, jump-forward, prefetch) gets a fresh
+//!   [`StepBudget`] of parser item visits (see `crate::util::budget`). An ambiguous grammar
+//!   such as `root ::= root root | "a"` makes each byte cost more than the last (about n² for
+//!   the n-th byte), so without it one call could run for minutes. Over the budget, the parser
+//!   refuses the byte and the call fails with [`MatcherError::StepTooExpensive`]; what it read
+//!   is popped, so the matcher is exactly as before the call.
+//! * **State per matcher** ([`MatcherConfig::max_state_bytes`]): the bytes the parser's state
+//!   and the step history hold ([`GrammarMatcher::state_bytes`]), checked after each accepted
+//!   token or string, and, for the parser alone, at twice the bound while any call reads
+//!   (every 1,024 visits, so a fill's or an accept's transient sets are bounded too). Deep nesting keeps one
+//!   chart position or stack frame per open level even when compacted (50 MB of `[` grew to
+//!   gigabytes), an ambiguous grammar's chart grows as n², and without a rollback limit the
+//!   chart grows with the whole input; over the bound the input is refused with
+//!   [`MatcherError::StateTooLarge`], the state unchanged. A byte count rather than a nesting
+//!   depth: it bounds every cause, it is what an operator budgets, and the Earley chart has no
+//!   single notion of depth (an ambiguous grammar keeps many origins per open level).
 
 mod batch;
 mod engine;
@@ -45,12 +68,14 @@ use crate::compiled::CompiledGrammar;
 use crate::earley::Parser;
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
+use crate::util::budget::{StepBudget, Stop};
 use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
 use engine::Engine;
 
 /// Accepts stop token `id` if it is allowed (see the module docs); returns the bytes read (its
-/// sentinel, or nothing), or `None`, leaving the parser unchanged, when it is not allowed.
+/// sentinel, or nothing), or `None`, leaving the parser unchanged, when it is not allowed or
+/// reading its sentinel went over the work budget (the caller reads the budget).
 fn accept_stop(parser: &mut Engine, vocab: &Vocabulary, id: u32) -> Option<u32> {
     if vocab.is_token(id) && parser.reads_token() {
         let n = parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
@@ -58,6 +83,9 @@ fn accept_stop(parser: &mut Engine, vocab: &Vocabulary, id: u32) -> Option<u32> 
             return Some(n as u32);
         }
         parser.pop_bytes(n);
+        if parser.budget().exceeded() {
+            return None;
+        }
     }
     parser.is_accepting().then_some(0)
 }
@@ -69,12 +97,44 @@ fn stop_allowed(parser: &mut Engine, vocab: &Vocabulary, id: u32) -> bool {
     read.is_some()
 }
 
+/// The default of [`MatcherConfig::max_step_items`]: parser item visits one matcher call may
+/// make, a second or a few of one core (9–32 ns per visit measured). The costliest call of real
+/// grammars measured is a fill of a MaskBench schema near a `maxLength` bound, which checks
+/// most of the vocabulary with the parser: 8.7 M visits with Llama 3's tokenizer, 10.8 M with
+/// gpt-oss's (`maskforge-bench`'s `step_cost`; `docs/reliability.md`, "Limits"); the builtin
+/// JSON grammar and the tool-calling protocols stay under 100,000. Hence 100 M: a margin of
+/// about ten over the worst real fill, and a bound on what one hostile step can cost.
+pub const DEFAULT_MAX_STEP_ITEMS: u64 = 100_000_000;
+
+/// The default of [`MatcherConfig::max_state_bytes`]: bytes of parser state and step history
+/// one matcher may hold, 128 MiB (twice that within one call; resident memory up to about
+/// twice the count, so a matcher stays well under 1 GB). The largest state of a real document
+/// measured is 0.8 MB (a 4.6 KB MaskBench instance); at the highest rate measured, 313 bytes
+/// per input byte, the bound is reached after 430 KB of input without a rollback limit (3.7 MB
+/// at the builtin JSON grammar's 36). With a rollback limit, flat input keeps the Earley chart
+/// flat, while the PDA keeps every input byte (for a hand-over): about 128 MB of input.
+pub const DEFAULT_MAX_STATE_BYTES: usize = 128 << 20;
+
 /// Per-matcher options. Setters take and return the config by value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatcherConfig {
     stop_tokens: Option<Vec<u32>>,
     max_rollback_tokens: Option<usize>,
     terminate_without_stop_token: bool,
+    max_step_items: u64,
+    max_state_bytes: usize,
+}
+
+impl Default for MatcherConfig {
+    fn default() -> Self {
+        MatcherConfig {
+            stop_tokens: None,
+            max_rollback_tokens: None,
+            terminate_without_stop_token: false,
+            max_step_items: DEFAULT_MAX_STEP_ITEMS,
+            max_state_bytes: DEFAULT_MAX_STATE_BYTES,
+        }
+    }
 }
 
 impl MatcherConfig {
@@ -92,6 +152,36 @@ impl MatcherConfig {
     /// may follow, without a stop token (for engines that do not sample one).
     pub fn terminate_without_stop_token(mut self, yes: bool) -> Self {
         self.terminate_without_stop_token = yes;
+        self
+    }
+    /// Bounds the parser work of one call (default [`DEFAULT_MAX_STEP_ITEMS`]; `u64::MAX`: no
+    /// bound). The unit is one *item visit*: an Earley item a byte adds to a set or scans, or a
+    /// waiting item a prediction records or a completion reads (for the PDA, a thread scanned
+    /// or visited), each a few nanoseconds. Every call that runs the parser counts from zero:
+    /// [`GrammarMatcher::try_accept_token`], [`GrammarMatcher::try_accept_string`] (a string's
+    /// work grows with its length, so very long strings may need to be split),
+    /// [`GrammarMatcher::try_fill_next_token_bitmask`] (the uncertain tokens it checks),
+    /// jump-forward and prefetch (which stop early instead of failing). Over the bound the call
+    /// fails with [`MatcherError::StepTooExpensive`] and the matcher is unchanged; see the
+    /// module documentation. [`GrammarMatcher::last_step_items`] tells what a call used.
+    pub fn max_step_items(mut self, n: u64) -> Self {
+        self.max_step_items = n;
+        self
+    }
+    /// Bounds the bytes of per-request state a matcher holds (default
+    /// [`DEFAULT_MAX_STATE_BYTES`]; `usize::MAX`: no bound), as
+    /// [`GrammarMatcher::state_bytes`] counts them: the parser's chart (or the PDA's threads,
+    /// frames and bytes) and the accepted steps. Checked when a token or string is accepted:
+    /// over the bound it is refused with [`MatcherError::StateTooLarge`] and the matcher is
+    /// unchanged. Within one call the parser may hold up to twice the bound (a fill reads
+    /// uncertain tokens from a state at the bound; an accept reads its bytes before the check),
+    /// checked every 1,024 visits as it reads, so no call grows it much further (by what 1,024
+    /// visits add: tens of KB). Counted by length: the resident memory of the vectors can be up
+    /// to twice the count. Deep nesting and, without
+    /// [`MatcherConfig::max_rollback_tokens`], long inputs grow the state; see the module
+    /// documentation.
+    pub fn max_state_bytes(mut self, n: usize) -> Self {
+        self.max_state_bytes = n;
         self
     }
 }
@@ -183,6 +273,34 @@ pub enum MatcherError {
     /// The batch thread pool could not be started.
     #[error("cannot start the batch thread pool: {0}")]
     ThreadPool(String),
+    /// A call went over its parser work budget ([`MatcherConfig::max_step_items`]): the grammar
+    /// is too ambiguous (or the string too long) for one step here. The matcher is as it was
+    /// before the call (a fill leaves an all-zero mask).
+    #[error(
+        "the step was stopped after {items} parser item visits, over the limit of {limit} \
+         (MatcherConfig::max_step_items); the matcher is unchanged"
+    )]
+    StepTooExpensive {
+        /// Item visits counted when the step was stopped.
+        items: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Accepting a token or string would make the matcher's state hold more bytes than
+    /// [`MatcherConfig::max_state_bytes`] (deep nesting, or a long input without a rollback
+    /// limit), or a call's parser would hold more than twice that while it reads (the limit
+    /// given is the one crossed). Nothing is accepted; the matcher is as it was before the call
+    /// (a fill leaves an all-zero mask).
+    #[error(
+        "the matcher's state would hold {bytes} bytes, over the limit of {limit} \
+         (MatcherConfig::max_state_bytes, twice that within one call); the matcher is unchanged"
+    )]
+    StateTooLarge {
+        /// Bytes the state would hold.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// Parser bytes below which a matcher with a rollback limit never compacts its chart: short
@@ -285,19 +403,23 @@ impl GrammarMatcher {
 
     /// Accepts one token. Returns `false`, leaving the state unchanged, when the grammar does not
     /// allow it (including ids outside the vocabulary, special tokens the grammar does not use,
-    /// and every token after termination).
+    /// and every token after termination) or on any error of
+    /// [`GrammarMatcher::try_accept_token`], which tells them apart.
     pub fn accept_token(&mut self, id: u32) -> bool {
         self.try_accept_token(id).unwrap_or(false)
     }
 
-    /// As [`GrammarMatcher::accept_token`], but an id outside the vocabulary is an error.
+    /// As [`GrammarMatcher::accept_token`], with the reasons it may fail.
     ///
     /// # Errors
-    /// [`MatcherError::InvalidTokenId`].
+    /// [`MatcherError::InvalidTokenId`]; [`MatcherError::Poisoned`];
+    /// [`MatcherError::StepTooExpensive`] when reading the token goes over
+    /// [`MatcherConfig::max_step_items`]; [`MatcherError::StateTooLarge`] when keeping it would
+    /// go over [`MatcherConfig::max_state_bytes`]. The state is unchanged on every error.
     pub fn try_accept_token(&mut self, id: u32) -> Result<bool, MatcherError> {
-        let vocab = self.grammar.vocabulary();
-        if id as usize >= vocab.vocab_size() {
-            return Err(MatcherError::InvalidTokenId { id, vocab_size: vocab.vocab_size() });
+        let vocab_size = self.grammar.vocabulary().vocab_size();
+        if id as usize >= vocab_size {
+            return Err(MatcherError::InvalidTokenId { id, vocab_size });
         }
         if self.poisoned {
             return Err(MatcherError::Poisoned);
@@ -305,24 +427,24 @@ impl GrammarMatcher {
         if self.terminated {
             return Ok(false);
         }
+        self.begin_step();
+        let vocab = self.grammar.vocabulary();
         if self.stop_tokens.contains(&id) {
-            return Ok(match accept_stop(&mut self.parser, vocab, id) {
-                Some(read) => {
-                    self.push_step(Step::Stop(read));
-                    self.terminated = true;
-                    true
-                }
-                None => false,
-            });
+            let Some(read) = accept_stop(&mut self.parser, vocab, id) else {
+                return self.refused();
+            };
+            self.commit(Step::Stop(read))?;
+            self.terminated = true;
+            return Ok(true);
         }
         if vocab.is_token(id) && self.parser.reads_token() {
             let n = self.parser.advance_bytes(Sentinel::encode(TokenId::from_u32(id)).as_bytes());
             if n == Sentinel::LEN {
-                self.push_step(Step::Bytes(n as u32));
-                self.after_accept();
+                self.commit(Step::Bytes(n as u32))?;
                 return Ok(true);
             }
             self.parser.pop_bytes(n);
+            self.step_error()?;
         }
         let bytes = vocab.token_bytes(id);
         if bytes.is_empty() || vocab.is_special(id) || !Sentinel::is_text(bytes) {
@@ -331,30 +453,93 @@ impl GrammarMatcher {
         let n = self.parser.advance_bytes(bytes);
         if n < bytes.len() {
             self.parser.pop_bytes(n);
-            return Ok(false);
+            return self.refused();
         }
-        self.push_step(Step::Text { len: n as u32, id: TokenId::from_u32(id) });
-        self.after_accept();
+        self.commit(Step::Text { len: n as u32, id: TokenId::from_u32(id) })?;
         Ok(true)
     }
 
     /// Accepts a string as if it were one token (it counts as one step for
     /// [`GrammarMatcher::rollback`]). All or nothing: on `false` the state is unchanged. The
     /// string is text: it never matches a token named by id, and a byte `0xFF` (never part
-    /// of UTF-8 text) is rejected.
+    /// of UTF-8 text) is rejected. Errors read as `false`; see
+    /// [`GrammarMatcher::try_accept_string`].
     pub fn accept_string(&mut self, s: impl AsRef<[u8]>) -> bool {
+        self.try_accept_string(s).unwrap_or(false)
+    }
+
+    /// As [`GrammarMatcher::accept_string`], with the reasons it may fail.
+    ///
+    /// # Errors
+    /// [`MatcherError::Poisoned`], [`MatcherError::StepTooExpensive`] (reading the string went
+    /// over [`MatcherConfig::max_step_items`]), [`MatcherError::StateTooLarge`]; the state is
+    /// unchanged.
+    pub fn try_accept_string(&mut self, s: impl AsRef<[u8]>) -> Result<bool, MatcherError> {
         let bytes = s.as_ref();
-        if self.terminated || self.poisoned || !Sentinel::is_text(bytes) {
-            return false;
+        if self.poisoned {
+            return Err(MatcherError::Poisoned);
         }
+        if self.terminated || !Sentinel::is_text(bytes) {
+            return Ok(false);
+        }
+        self.begin_step();
         let n = self.parser.advance_bytes(bytes);
         if n < bytes.len() {
             self.parser.pop_bytes(n);
-            return false;
+            return self.refused();
         }
-        self.push_step(Step::Bytes(n as u32));
+        self.commit(Step::Bytes(n as u32))?;
+        Ok(true)
+    }
+
+    /// Gives the parser a fresh budget for one call: [`MatcherConfig::max_step_items`] of
+    /// work, and within the call at most twice [`MatcherConfig::max_state_bytes`] of state (the
+    /// sets a fill or an accept reads before they are popped or checked at commit).
+    fn begin_step(&mut self) {
+        let max_bytes = self.config.max_state_bytes.saturating_mul(2);
+        self.parser.set_budget(StepBudget::new(self.config.max_step_items, max_bytes));
+    }
+
+    /// The error of a call whose parser ran out of budget, if it did.
+    fn step_error(&self) -> Result<(), MatcherError> {
+        let budget = self.parser.budget();
+        match budget.stop() {
+            None => Ok(()),
+            Some(Stop::Work) => Err(MatcherError::StepTooExpensive { items: budget.used(), limit: budget.limit() }),
+            Some(Stop::Bytes(bytes)) => Err(MatcherError::StateTooLarge { bytes, limit: budget.max_bytes() }),
+        }
+    }
+
+    /// The answer of an accept call whose input was not read (the bytes read already popped):
+    /// the budget's error if it ran out, else a rejection.
+    fn refused(&self) -> Result<bool, MatcherError> {
+        self.step_error().map(|()| false)
+    }
+
+    /// Keeps the bytes an accept call read as a step, unless the state would then be over
+    /// [`MatcherConfig::max_state_bytes`]: then they are popped and the call fails.
+    fn commit(&mut self, step: Step) -> Result<(), MatcherError> {
+        let bytes = self.state_bytes() + std::mem::size_of::<Step>();
+        if bytes > self.config.max_state_bytes {
+            self.parser.pop_bytes(step.len());
+            return Err(MatcherError::StateTooLarge { bytes, limit: self.config.max_state_bytes });
+        }
+        self.push_step(step);
         self.after_accept();
-        true
+        Ok(())
+    }
+
+    /// The bytes of per-request state that [`MatcherConfig::max_state_bytes`] bounds: the
+    /// parser's (its chart, or the PDA's threads, frames and consumed bytes, counted by length)
+    /// and the accepted steps kept for rollback.
+    pub fn state_bytes(&self) -> usize {
+        self.parser.state_bytes() + self.steps.len() * std::mem::size_of::<Step>()
+    }
+
+    /// The parser item visits the last call that ran the parser used (see
+    /// [`MatcherConfig::max_step_items`]): how close a step comes to the bound.
+    pub fn last_step_items(&self) -> u64 {
+        self.parser.budget().used()
     }
 
     /// Records an accepted step. With a rollback limit, forgets what no rollback can reach, so
@@ -388,23 +573,31 @@ impl GrammarMatcher {
     /// can end here. Returns whether every token of the vocabulary is allowed.
     ///
     /// # Panics
-    /// When `out` is shorter than `ceil(vocab_size / 32)` words, or the matcher is poisoned; use
-    /// [`GrammarMatcher::try_fill_next_token_bitmask`] to get an error instead.
+    /// When `out` is shorter than `ceil(vocab_size / 32)` words, the matcher is poisoned, or
+    /// the fill goes over [`MatcherConfig::max_step_items`] (or its parser over twice
+    /// [`MatcherConfig::max_state_bytes`]); use
+    /// [`GrammarMatcher::try_fill_next_token_bitmask`] (what a server fed untrusted grammars
+    /// should call) to get an error instead.
     pub fn fill_next_token_bitmask(&mut self, out: &mut [u32]) -> bool {
         self.try_fill_next_token_bitmask(out).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// As [`GrammarMatcher::fill_next_token_bitmask`], with an error for a short buffer.
+    /// As [`GrammarMatcher::fill_next_token_bitmask`], with an error instead of a panic.
     ///
     /// # Errors
-    /// [`MatcherError::MaskTooSmall`]; [`MatcherError::Poisoned`] when this computation (or an
-    /// earlier one) panicked: the panic is caught, the mask is all zero, the process goes on.
+    /// [`MatcherError::MaskTooSmall`]; [`MatcherError::StepTooExpensive`] when checking the
+    /// uncertain tokens goes over [`MatcherConfig::max_step_items`], or
+    /// [`MatcherError::StateTooLarge`] when the parser's transient sets would go over twice
+    /// [`MatcherConfig::max_state_bytes`] (the mask is all zero, the matcher unchanged: the
+    /// same call fails the same way, a rollback or another token may not); [`MatcherError::Poisoned`] when this computation (or an earlier one) panicked: the
+    /// panic is caught, the mask is all zero, the process goes on.
     pub fn try_fill_next_token_bitmask(&mut self, out: &mut [u32]) -> Result<bool, MatcherError> {
         self.fill_mask_with(out, false)
     }
 
     /// Fills the mask with the exact oracle: every token's bytes run through the parser, no
-    /// cache. The reference that every fast path is tested against; slow (milliseconds).
+    /// cache. The reference that every fast path is tested against; slow (milliseconds). Not
+    /// bounded by [`MatcherConfig::max_step_items`] (a reference, not a serving call).
     ///
     /// # Errors
     /// [`MatcherError::MaskTooSmall`].
@@ -425,6 +618,11 @@ impl GrammarMatcher {
         }
         if self.terminated {
             return Ok(false);
+        }
+        if exact {
+            self.parser.set_budget(StepBudget::UNLIMITED);
+        } else {
+            self.begin_step();
         }
         // A panic here is a bug (perhaps in a rayon job building a cache entry); caught at this
         // boundary, it poisons this matcher instead of unwinding into the serving loop.
@@ -458,6 +656,11 @@ impl GrammarMatcher {
                     out[s as usize / 32] |= 1 << (s % 32);
                 }
             }
+        }
+        // Out of budget, the walk stopped part-way: no bit of this mask can be trusted.
+        if let Err(e) = self.step_error() {
+            out.fill(0);
+            return Err(e);
         }
         Ok(crate::util::bitset::all_allowed(out, vocab.vocab_size()))
     }
@@ -523,6 +726,13 @@ impl GrammarMatcher {
     /// The Earley parser, when the matcher runs one (for tests); `None` for the PDA.
     pub fn parser(&self) -> Option<&Parser> {
         self.parser.earley()
+    }
+
+    /// The items of the parser's current position: Earley items, or PDA threads. Every byte
+    /// the next call reads starts by scanning them, so a large count foretells an expensive
+    /// step (see [`MatcherConfig::max_step_items`]).
+    pub fn current_items(&self) -> usize {
+        self.parser.current_len()
     }
 
     /// Bytes the matcher's parser holds: those a rollback can still undo, once compacted.

@@ -34,8 +34,10 @@ pub fn fill_exact_mask(parser: &mut Parser, vocab: &Vocabulary, out: &mut [u32])
 
 /// Runs the tokens `ids` (in the vocabulary's byte order) through the parser, sharing common
 /// prefixes between consecutive ones, and sets the bits of those it accepts. Tokens whose bit
-/// is already set are skipped. The parser is restored on return. Used by the oracle over the
-/// whole vocabulary and by the cached mask over its uncertain tokens.
+/// is already set are skipped. Stops early when the parser's work budget runs out (the caller
+/// reads [`ByteParser::budget_exceeded`] and discards the mask). The parser is restored on
+/// return. Used by the oracle over the whole vocabulary and by the cached mask over its
+/// uncertain tokens.
 pub(crate) fn walk_tokens<P: ByteParser>(
     parser: &mut P,
     vocab: &Vocabulary,
@@ -68,7 +70,12 @@ pub(crate) fn walk_tokens<P: ByteParser>(
         // Text never contains the sentinel lead byte: a token holding it is not text.
         let text_len = Sentinel::text_len(bytes);
         if held < text_len {
-            held += parser.advance_bytes(&bytes[held..text_len]);
+            let read = parser.advance_bytes(&bytes[held..text_len]);
+            held += read;
+            // A byte the budget refused is refused like a rejected one: look only then.
+            if held < text_len && parser.budget_exceeded() {
+                break;
+            }
         }
         if held == bytes.len() {
             out[id as usize / 32] |= 1 << (id % 32);
@@ -89,6 +96,8 @@ pub(crate) trait ByteParser {
     fn advance_bytes(&mut self, bytes: &[u8]) -> usize;
     /// Undoes the last `n` consumed bytes.
     fn pop_bytes(&mut self, n: usize);
+    /// Whether the last bytes were refused for the work budget (see `crate::util::budget`).
+    fn budget_exceeded(&self) -> bool;
 }
 
 impl ByteParser for Parser {
@@ -98,6 +107,9 @@ impl ByteParser for Parser {
     fn pop_bytes(&mut self, n: usize) {
         Parser::pop_bytes(self, n)
     }
+    fn budget_exceeded(&self) -> bool {
+        self.budget().exceeded()
+    }
 }
 
 impl ByteParser for Engine {
@@ -106,5 +118,8 @@ impl ByteParser for Engine {
     }
     fn pop_bytes(&mut self, n: usize) {
         Engine::pop_bytes(self, n)
+    }
+    fn budget_exceeded(&self) -> bool {
+        self.budget().exceeded()
     }
 }

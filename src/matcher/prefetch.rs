@@ -108,6 +108,9 @@ impl GrammarMatcher {
                 found: Vec::new(),
                 budget: MAX_EXPLORED_BYTES,
             };
+            // The walk reads bytes like a step: bounded by the same work budget, it lists what
+            // it found before the budget ran out.
+            self.begin_step();
             explorer.visit(&mut self.parser, 0, max_bytes);
             explorer.found.sort_by_key(|&(depth, slot)| (depth, slot.index()));
             let mut listed = FastSet::default();
@@ -157,6 +160,9 @@ impl Explorer<'_> {
             if parser.advance_byte(b) {
                 self.visit(parser, depth + 1, max_depth);
                 parser.pop_bytes(1);
+            } else if parser.budget().exceeded() {
+                self.budget = 0;
+                return;
             }
         }
     }

@@ -46,21 +46,35 @@ impl GrammarMatcher {
     /// Checked before anything is written: [`MatcherError::InvalidTokenId`] for a draft id
     /// outside the vocabulary, [`MatcherError::MaskTooSmall`] when `out` has fewer than
     /// `(draft.len() + 1)` rows, [`MatcherError::RollbackTooFar`] when the draft is longer than
-    /// [`super::MatcherConfig::max_rollback_tokens`].
+    /// [`super::MatcherConfig::max_rollback_tokens`]. Then any error of a fill or an accept on
+    /// the way ([`MatcherError::StepTooExpensive`], [`MatcherError::StateTooLarge`],
+    /// [`MatcherError::Poisoned`]): the matcher is rolled back all the same, the rows are not
+    /// to be used.
     pub fn fill_draft_bitmasks(&mut self, draft: &[u32], out: &mut [u32]) -> Result<usize, MatcherError> {
         let words_per_row = self.check_draft(draft, draft.len(), out.len())?;
-        let mut rows = out.chunks_exact_mut(words_per_row);
-        self.fill_next_token_bitmask(rows.next().expect("row 0 exists"));
         let mut accepted = 0;
+        let filled = self.fill_draft_rows(draft, out.chunks_exact_mut(words_per_row), &mut accepted);
+        self.rollback(accepted)?;
+        filled.map(|()| accepted + 1)
+    }
+
+    /// The rows of [`GrammarMatcher::fill_draft_bitmasks`], counting the tokens accepted (to
+    /// be rolled back by the caller, on success or error).
+    fn fill_draft_rows<'a>(
+        &mut self,
+        draft: &[u32],
+        mut rows: impl Iterator<Item = &'a mut [u32]>,
+        accepted: &mut usize,
+    ) -> Result<(), MatcherError> {
+        self.try_fill_next_token_bitmask(rows.next().expect("row 0 exists"))?;
         for (&id, row) in draft.iter().zip(rows) {
-            if !self.accept_token(id) {
+            if !self.try_accept_token(id)? {
                 break;
             }
-            accepted += 1;
-            self.fill_next_token_bitmask(row);
+            *accepted += 1;
+            self.try_fill_next_token_bitmask(row)?;
         }
-        self.rollback(accepted).expect("the draft is within the rollback limit");
-        Ok(accepted + 1)
+        Ok(())
     }
 
     /// Fills the masks a verifier needs to check a draft *tree* (the layout of EAGLE- or
@@ -76,7 +90,9 @@ impl GrammarMatcher {
     /// not come before its child, [`MatcherError::InvalidTokenId`],
     /// [`MatcherError::MaskTooSmall`] for fewer than `tokens.len() + 1` rows, and
     /// [`MatcherError::RollbackTooFar`] when the tree is deeper than
-    /// [`super::MatcherConfig::max_rollback_tokens`].
+    /// [`super::MatcherConfig::max_rollback_tokens`]. Then any error of a fill or an accept on
+    /// the way, as [`GrammarMatcher::fill_draft_bitmasks`]: the matcher is rolled back all the
+    /// same.
     pub fn fill_draft_tree_bitmasks(
         &mut self,
         tokens: &[u32],
@@ -95,11 +111,26 @@ impl GrammarMatcher {
             }
         }
         let words_per_row = self.check_draft(tokens, depth.iter().copied().max().unwrap_or(0), out.len())?;
-        let mut rows = out.chunks_exact_mut(words_per_row);
-        self.fill_next_token_bitmask(rows.next().expect("row 0 exists"));
         let mut accepted = vec![false; tokens.len()];
         // The nodes whose tokens the matcher holds now, root first.
         let mut path: Vec<usize> = Vec::new();
+        let filled =
+            self.fill_tree_rows(tokens, parents, out.chunks_exact_mut(words_per_row), &mut accepted, &mut path);
+        self.rollback(path.len())?;
+        filled.map(|()| accepted)
+    }
+
+    /// The rows of [`GrammarMatcher::fill_draft_tree_bitmasks`]; `path` holds the nodes whose
+    /// tokens the matcher holds (for the caller to roll back, on success or error).
+    fn fill_tree_rows<'a>(
+        &mut self,
+        tokens: &[u32],
+        parents: &[Option<usize>],
+        mut rows: impl Iterator<Item = &'a mut [u32]>,
+        accepted: &mut [bool],
+        path: &mut Vec<usize>,
+    ) -> Result<(), MatcherError> {
+        self.try_fill_next_token_bitmask(rows.next().expect("row 0 exists"))?;
         for (node, row) in rows.take(tokens.len()).enumerate() {
             row.fill(0);
             if parents[node].is_some_and(|p| !accepted[p]) {
@@ -107,21 +138,20 @@ impl GrammarMatcher {
             }
             let ancestors = ancestors(parents, node);
             let common = path.iter().zip(&ancestors).take_while(|(a, b)| a == b).count();
-            self.rollback(path.len() - common).expect("within the rollback limit");
+            self.rollback(path.len() - common)?;
             path.truncate(common);
             for &a in &ancestors[common..] {
-                let ok = self.accept_token(tokens[a]);
+                let ok = self.try_accept_token(tokens[a])?;
                 debug_assert!(ok, "an accepted node is accepted again on the same path");
                 path.push(a);
             }
-            if self.accept_token(tokens[node]) {
+            if self.try_accept_token(tokens[node])? {
                 path.push(node);
                 accepted[node] = true;
-                self.fill_next_token_bitmask(row);
+                self.try_fill_next_token_bitmask(row)?;
             }
         }
-        self.rollback(path.len()).expect("within the rollback limit");
-        Ok(accepted)
+        Ok(())
     }
 
     /// Checks a draft of `tokens` at most `depth` deep against the vocabulary, an output of

@@ -35,6 +35,15 @@
 //! [`Pda::overflowed`] is set: the caller then replays [`Pda::bytes`] into an Earley parser,
 //! which serves every grammar in time polynomial in the input. The PDA never answers wrong;
 //! it only hands over.
+//!
+//! # Bounded work and memory
+//!
+//! As the Earley parser, the PDA carries a `StepBudget` (`util::budget`, unlimited unless set) that counts
+//! every thread a byte scans and every thread its closure visits, and checks
+//! [`Pda::state_bytes`] every 1,024 visits; a byte that goes over it is refused with the state
+//! unchanged and `Pda::budget` exceeded (not [`Pda::overflowed`]). The matcher hands the
+//! same budget to the Earley parser that replaces an overflowed PDA, so a hand-over's replay
+//! counts against the step that triggers it.
 
 mod eligible;
 
@@ -43,6 +52,7 @@ use std::sync::Arc;
 pub use eligible::{check_servable, PdaError};
 
 use crate::fsm::{GrammarFsm, StateId};
+use crate::util::budget::StepBudget;
 use crate::util::hash::FastMap;
 use crate::util::small_set::SmallSet;
 
@@ -85,6 +95,8 @@ pub struct Pda {
     bytes: Vec<u8>,
     /// Whether the last byte was refused for too many threads.
     overflowed: bool,
+    /// The work the current call may still do (see the module documentation).
+    budget: StepBudget,
     // Scratch of the closure.
     seen: SmallSet<Thread>,
     work: Vec<Thread>,
@@ -105,6 +117,7 @@ impl Pda {
             accepting: Vec::new(),
             bytes: Vec::new(),
             overflowed: false,
+            budget: StepBudget::UNLIMITED,
             seen: SmallSet::default(),
             work: vec![Thread { state: start, stack: EMPTY }],
         };
@@ -141,6 +154,29 @@ impl Pda {
         self.overflowed
     }
 
+    /// Replaces the budget (see the module documentation).
+    pub(crate) fn set_budget(&mut self, budget: StepBudget) {
+        self.budget = budget;
+    }
+
+    /// The budget: its limits, the visits counted since it was set, and whether a byte was
+    /// refused for going over one.
+    pub(crate) fn budget(&self) -> StepBudget {
+        self.budget
+    }
+
+    /// The bytes the PDA holds, counted by length: threads and per-position rows, the frames
+    /// with their hash-consing table (estimated at one key and id per frame), and the consumed
+    /// bytes kept for a hand-over. What a per-matcher memory bound compares.
+    pub fn state_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.threads.len() * size_of::<Thread>()
+            + (self.thread_starts.len() + self.frame_lens.len()) * size_of::<u32>()
+            + self.accepting.len()
+            + self.bytes.len()
+            + self.frames.len() * (2 * size_of::<Frame>() + size_of::<u32>())
+    }
+
     /// Whether the input so far is a complete match of the root rule.
     #[inline]
     pub fn is_accepting(&self) -> bool {
@@ -163,11 +199,15 @@ impl Pda {
     }
 
     /// Consumes one byte. Returns `false`, leaving the state unchanged, when no thread can read
-    /// it or when the threads would exceed [`MAX_THREADS`] ([`Pda::overflowed`] says which).
+    /// it, when the threads would exceed [`MAX_THREADS`] ([`Pda::overflowed`]) or when the
+    /// budget runs out (`Pda::budget`).
     pub fn advance_byte(&mut self, b: u8) -> bool {
         self.overflowed = false;
         self.work.clear();
         let cur = *self.thread_starts.last().unwrap() as usize;
+        if !self.budget.charge((self.threads.len() - cur) as u64) {
+            return false;
+        }
         for i in cur..self.threads.len() {
             let t = self.threads[i];
             for e in self.fsm.byte_edges(t.state) {
@@ -184,16 +224,27 @@ impl Pda {
         let frames_before = self.frames.len();
         self.open_position();
         if !self.close_position() {
-            let start = self.thread_starts.pop().unwrap() as usize;
-            self.threads.truncate(start);
-            self.accepting.pop();
-            self.truncate_frames(frames_before);
-            self.overflowed = true;
+            self.discard_position(frames_before);
+            self.overflowed = !self.budget.exceeded();
             return false;
         }
         self.frame_lens.push(self.frames.len() as u32);
         self.bytes.push(b);
+        if self.budget.bytes_due() && !self.budget.check_bytes(self.state_bytes()) {
+            self.frame_lens.pop();
+            self.bytes.pop();
+            self.discard_position(frames_before);
+            return false;
+        }
         true
+    }
+
+    /// Drops the open position and the frames created since `frames_before`.
+    fn discard_position(&mut self, frames_before: usize) {
+        let start = self.thread_starts.pop().unwrap() as usize;
+        self.threads.truncate(start);
+        self.accepting.pop();
+        self.truncate_frames(frames_before);
     }
 
     /// Consumes bytes until one is refused; returns how many were consumed.
@@ -252,12 +303,16 @@ impl Pda {
     }
 
     /// Runs push and pop to a fixpoint from the threads in `work`, keeping the scannable ones
-    /// in the open position. Returns `false` when they exceed [`MAX_THREADS`].
+    /// in the open position. Returns `false` when they exceed [`MAX_THREADS`] or the work
+    /// budget runs out.
     fn close_position(&mut self) -> bool {
-        let Pda { fsm, frames, frame_ids, threads, thread_starts, accepting, seen, work, .. } = self;
+        let Pda { fsm, frames, frame_ids, threads, thread_starts, accepting, seen, work, budget, .. } = self;
         seen.clear();
         let start = *thread_starts.last().unwrap() as usize;
         while let Some(t) = work.pop() {
+            if !budget.charge(1) {
+                return false;
+            }
             if !seen.insert(t) {
                 continue;
             }
@@ -306,6 +361,7 @@ fn intern(frames: &mut Vec<Frame>, ids: &mut FastMap<Frame, u32>, f: Frame) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::budget::Stop;
 
     fn pda(ebnf: &str) -> Pda {
         let g = crate::parse_ebnf(ebnf, "root").unwrap();
@@ -336,6 +392,30 @@ mod tests {
         p.pop_bytes(10);
         assert_eq!((p.byte_len(), p.frames.len()), (0, *p.frame_lens.first().unwrap() as usize));
         assert!(p.advance_bytes(b"[x,[y]]") == 7 && p.is_accepting());
+    }
+
+    #[test]
+    fn a_byte_over_the_budget_is_refused_without_overflow_and_the_state_is_as_before() {
+        let mut p = pda(r#"root ::= "[" root "]" | "" "#);
+        assert_eq!(p.advance_bytes(b"[[["), 3);
+        let before = (p.byte_len(), p.state_bytes(), p.current_states().collect::<Vec<_>>());
+        p.set_budget(StepBudget::new(5, usize::MAX));
+        let read = p.advance_bytes(b"[[[[[[[[");
+        assert!(read < 8 && p.budget().exceeded() && !p.overflowed(), "read {read}");
+        assert!(!p.advance_byte(b']'), "an exceeded budget refuses every byte");
+        p.pop_bytes(read);
+        assert_eq!((p.byte_len(), p.state_bytes(), p.current_states().collect::<Vec<_>>()), before);
+        // A byte limit: checked every so many visits, it refuses a byte before the state has
+        // grown much past it.
+        let limit = before.1 + 1000;
+        p.set_budget(StepBudget::new(u64::MAX, limit));
+        let read = p.advance_bytes(&[b'['; 2000]);
+        assert!(read < 2000 && !p.overflowed(), "the state may not grow far past the byte limit");
+        assert!(matches!(p.budget().stop(), Some(Stop::Bytes(b)) if b > limit && b < limit + 100_000));
+        p.pop_bytes(read);
+        assert_eq!(p.state_bytes(), before.1);
+        p.set_budget(StepBudget::UNLIMITED);
+        assert!(p.advance_bytes(b"]]]") == 3 && p.is_accepting());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //!
 //! * [`bounded_cache`] is the least-recently-used map, bounded by a total weight, under every
 //!   cache of the engine.
+//! * [`budget`] counts the work of one matcher call against its limit (per-step bound).
 //! * [`cancel`] carries a compile's deadline and cancellation token to the loops that check it.
 //! * [`bitset`] holds [`TokenBitmask`], the `u32` word layout serving engines use for their
 //!   int32 bitmask tensors (bit `i % 32` of word `i / 32` is token `i`).
@@ -20,6 +21,7 @@
 
 pub mod bitset;
 pub mod bounded_cache;
+pub mod budget;
 pub mod byteset;
 pub mod cancel;
 pub mod hash;

@@ -11,6 +11,10 @@
 //!
 //! Special-token texts in the input (`<|channel|>`) are the special tokens, as in a model's
 //! output, unless `--special-tokens-as-text` asks to spell them with ordinary tokens.
+//!
+//! A token the matcher cannot take within its bounds (`--max-step-items`, `--max-state-bytes`:
+//! an ambiguous grammar, nesting too deep) is an error, exit code 2, not a rejection: the text
+//! was not judged.
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -87,18 +91,19 @@ fn special_texts(vocab: &Vocabulary) -> Result<Option<(AhoCorasick, Vec<u32>)>, 
     Ok(Some((searcher, ids)))
 }
 
-/// Checks the text of `input` (`what` names it in messages). Exit 0 when accepted and complete,
-/// 1 when rejected or incomplete.
+/// Checks the text of `input` (`what` names it in messages) with a matcher of `config`. Exit 0
+/// when accepted and complete, 1 when rejected or incomplete.
 pub fn check(
     loaded: &Loaded,
     mut input: impl Read,
     what: &str,
     special_tokens_as_text: bool,
+    config: MatcherConfig,
 ) -> Result<ExitCode, Failure> {
     let encoding = Encoding::new(loaded, special_tokens_as_text)?;
     let vocab = loaded.grammar.vocabulary();
     // Nothing is rolled back: no history is kept, so memory does not grow with the input.
-    let mut matcher = GrammarMatcher::with_config(&loaded.grammar, MatcherConfig::default().max_rollback_tokens(0));
+    let mut matcher = GrammarMatcher::with_config(&loaded.grammar, config.max_rollback_tokens(0));
     let (mut buf, mut done_bytes, mut done_tokens, mut eof) = (Vec::new(), 0usize, 0usize, false);
     let mut recent = Vec::new();
     loop {
@@ -116,7 +121,11 @@ pub fn check(
             if !eof && consumed + len > ready {
                 break;
             }
-            if !matcher.accept_token(id) {
+            let accepted = matcher.try_accept_token(id).map_err(|e| {
+                let at = format!("token {done_tokens} (id {id}) at byte {}", done_bytes + consumed);
+                crate::source::step_failure(e, &at)
+            })?;
+            if !accepted {
                 let before = String::from_utf8_lossy(&recent);
                 outln!(
                     "rejected at token {done_tokens} (id {id}, {:?}) at byte {}, after {before:?}",

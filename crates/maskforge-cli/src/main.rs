@@ -20,11 +20,11 @@ mod walk;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use maskforge::{GrammarMatcher, TokenBitmask};
+use maskforge::{GrammarMatcher, MatcherConfig, TokenBitmask};
 use maskforge_bench::stats::Summary;
 
 use output::{outln, Failure};
-use source::{GrammarArgs, Loaded};
+use source::{step_failure, GrammarArgs, Loaded, MatcherArgs};
 
 #[derive(Parser)]
 #[command(name = "maskforge", version, about = "Structured generation: token masks for grammars")]
@@ -45,6 +45,8 @@ enum Command {
         /// Stop after this many tokens.
         #[arg(long, default_value_t = 64)]
         max_tokens: usize,
+        #[command(flatten)]
+        bounds: MatcherArgs,
     },
     /// Tokenizes a text and accepts it token by token.
     Check {
@@ -60,6 +62,8 @@ enum Command {
         /// reading them as the special tokens (as in a model's output).
         #[arg(long)]
         special_tokens_as_text: bool,
+        #[command(flatten)]
+        bounds: MatcherArgs,
     },
     /// Runs MaskBench files: compile, then check every instance token by token.
     Maskbench(maskbench::MaskbenchArgs),
@@ -87,6 +91,8 @@ enum Command {
         /// on one line.
         #[arg(long)]
         with_text: bool,
+        #[command(flatten)]
+        bounds: MatcherArgs,
     },
 }
 
@@ -108,11 +114,12 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<ExitCode, Failure> {
     match command {
-        Command::Generate { source, seed, max_tokens } => generate(&source, seed, max_tokens),
-        Command::Check { source, text, input, special_tokens_as_text } => {
+        Command::Generate { source, seed, max_tokens, bounds } => generate(&source, seed, max_tokens, &bounds),
+        Command::Check { source, text, input, special_tokens_as_text, bounds } => {
             let loaded = Loaded::new(&source)?;
+            let config = bounds.config(MatcherConfig::default());
             match (text, input) {
-                (Some(t), _) => check::check(&loaded, t.as_bytes(), "--text", special_tokens_as_text),
+                (Some(t), _) => check::check(&loaded, t.as_bytes(), "--text", special_tokens_as_text, config),
                 (None, Some(path)) => {
                     let file =
                         std::fs::File::open(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -121,12 +128,13 @@ fn run(command: Command) -> Result<ExitCode, Failure> {
                         std::io::BufReader::new(file),
                         &path.display().to_string(),
                         special_tokens_as_text,
+                        config,
                     )
                 }
                 (None, None) => Err("give --text or --input".into()),
             }
         }
-        Command::Mask { source, prefix, with_text } => mask(&source, &prefix, with_text),
+        Command::Mask { source, prefix, with_text, bounds } => mask(&source, &prefix, with_text, &bounds),
         Command::Compile { source, out } => compile(&source, &out),
         Command::Maskbench(args) => maskbench::run(&args),
         Command::Toolbench(args) => toolbench::run(&args),
@@ -134,10 +142,11 @@ fn run(command: Command) -> Result<ExitCode, Failure> {
     }
 }
 
-fn generate(args: &GrammarArgs, seed: u64, max_tokens: usize) -> Result<ExitCode, Failure> {
+fn generate(args: &GrammarArgs, seed: u64, max_tokens: usize, bounds: &MatcherArgs) -> Result<ExitCode, Failure> {
     let loaded = Loaded::new(args)?;
     let vocab = loaded.grammar.vocabulary();
-    let walk = walk::walk(&loaded.grammar, seed, max_tokens)?;
+    let config = bounds.config(MatcherConfig::default());
+    let walk = walk::walk(&loaded.grammar, seed, max_tokens, config.clone())?;
     // Special tokens have no bytes; show their text (`<|channel|>`) so protocol output reads.
     let text: String = walk.tokens.iter().map(|&id| vocab.token_text_lossy(id)).collect();
     outln!("{text}");
@@ -148,7 +157,7 @@ fn generate(args: &GrammarArgs, seed: u64, max_tokens: usize) -> Result<ExitCode
         if walk.stopped { "ended with a stop token" } else { "the grammar can end here" }
     );
     let cold = Summary::of(&walk.mask_us);
-    let warm = Summary::of(&walk::warm_mask_us(&loaded.grammar, &walk.tokens));
+    let warm = Summary::of(&walk::warm_mask_us(&loaded.grammar, &walk.tokens, config));
     outln!(
         "compile {:.2} ms | mask per step: median {:.1} us, p99 {:.1} us, max {:.1} us; the same steps again: \
          median {:.1} us, max {:.1} us",
@@ -174,13 +183,15 @@ fn compile(args: &GrammarArgs, out: &std::path::Path) -> Result<ExitCode, Failur
     Ok(ExitCode::SUCCESS)
 }
 
-fn mask(args: &GrammarArgs, prefix: &str, with_text: bool) -> Result<ExitCode, Failure> {
+fn mask(args: &GrammarArgs, prefix: &str, with_text: bool, bounds: &MatcherArgs) -> Result<ExitCode, Failure> {
     let loaded = Loaded::new(args)?;
     let vocab = loaded.grammar.vocabulary();
-    let mut matcher = GrammarMatcher::new(&loaded.grammar);
+    let mut matcher = GrammarMatcher::with_config(&loaded.grammar, bounds.config(MatcherConfig::default()));
     let mut at = 0;
     for (i, (id, len)) in check::Encoding::new(&loaded, false)?.encode(prefix)?.into_iter().enumerate() {
-        if !matcher.accept_token(id) {
+        let accepted =
+            matcher.try_accept_token(id).map_err(|e| step_failure(e, &format!("the prefix at token {i} (id {id})")))?;
+        if !accepted {
             return Err(format!(
                 "the prefix is rejected at token {i} (id {id}, {:?}) at byte {at}, after {:?}",
                 vocab.token_text_lossy(id),
@@ -191,7 +202,7 @@ fn mask(args: &GrammarArgs, prefix: &str, with_text: bool) -> Result<ExitCode, F
         at += len;
     }
     let mut mask = TokenBitmask::new(vocab.vocab_size());
-    matcher.fill_next_token_bitmask(mask.as_words_mut());
+    matcher.try_fill_next_token_bitmask(mask.as_words_mut()).map_err(|e| step_failure(e, "the mask"))?;
     outln!("{}", mask.count_allowed());
     if with_text {
         for id in mask.allowed_ids() {

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use maskforge::{
-    load_tokenizer, CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions, Protocol, ProtocolOptions,
-    TextEncoder, ToolChoice, Vocabulary,
+    load_tokenizer, CompiledGrammar, CompilerConfig, GrammarCompiler, JsonSchemaOptions, MatcherConfig, MatcherError,
+    Protocol, ProtocolOptions, TextEncoder, ToolChoice, Vocabulary,
 };
 
 use crate::embedded;
@@ -69,6 +69,42 @@ pub struct GrammarArgs {
     /// Stop a compile that takes longer than this many seconds (an error, exit code 2).
     #[arg(long)]
     pub compile_timeout: Option<f64>,
+    /// Stop a compile whose automata and grammar grow past this many bytes (an error, exit code
+    /// 2) [default: the library's, `maskforge::DEFAULT_MAX_COMPILE_BYTES`, 256 MiB].
+    #[arg(long)]
+    pub max_compile_bytes: Option<u64>,
+}
+
+/// The matcher's bounds on hostile grammars and inputs (`MatcherConfig`), for the commands that
+/// run a matcher; going over one is an error (exit code 2).
+#[derive(clap::Args)]
+pub struct MatcherArgs {
+    /// Parser item visits one step (a token, a mask) may take [default: the library's,
+    /// `maskforge::DEFAULT_MAX_STEP_ITEMS`].
+    #[arg(long)]
+    pub max_step_items: Option<u64>,
+    /// Bytes of parser state the matcher may hold [default: the library's,
+    /// `maskforge::DEFAULT_MAX_STATE_BYTES`].
+    #[arg(long)]
+    pub max_state_bytes: Option<usize>,
+}
+
+impl MatcherArgs {
+    /// `base` with the bounds given on the command line.
+    pub fn config(&self, mut base: MatcherConfig) -> MatcherConfig {
+        if let Some(n) = self.max_step_items {
+            base = base.max_step_items(n);
+        }
+        if let Some(n) = self.max_state_bytes {
+            base = base.max_state_bytes(n);
+        }
+        base
+    }
+}
+
+/// A matcher error as a command's error message (bad input: exit code 2), saying where.
+pub fn step_failure(err: MatcherError, at: &str) -> String {
+    format!("{at}: {err}")
 }
 
 /// The byte budget of a `--cache-dir` directory.
@@ -111,6 +147,9 @@ impl Loaded {
             let limit = std::time::Duration::try_from_secs_f64(seconds)
                 .map_err(|_| format!("--compile-timeout {seconds}: expected a number of seconds"))?;
             config = config.compile_timeout(limit);
+        }
+        if let Some(bytes) = args.max_compile_bytes {
+            config = config.max_compile_bytes(bytes);
         }
         let compiler = GrammarCompiler::new(vocab, config);
         let t = Instant::now();

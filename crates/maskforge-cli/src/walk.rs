@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use maskforge::{CompiledGrammar, GrammarMatcher, TokenBitmask, Vocabulary};
+use maskforge::{CompiledGrammar, GrammarMatcher, MatcherConfig, TokenBitmask, Vocabulary};
 use rand::{Rng, SeedableRng};
 
 /// What the walk produced.
@@ -29,10 +29,11 @@ pub struct Walk {
     pub mask_us: Vec<f64>,
 }
 
-/// Walks `grammar` from its start for about `budget` tokens.
-pub fn walk(grammar: &CompiledGrammar, seed: u64, budget: usize) -> Result<Walk, String> {
+/// Walks `grammar` from its start for about `budget` tokens, with a matcher of `config`; a
+/// step over the matcher's bounds is an error.
+pub fn walk(grammar: &CompiledGrammar, seed: u64, budget: usize, config: MatcherConfig) -> Result<Walk, String> {
     let vocab = grammar.vocabulary();
-    let mut matcher = GrammarMatcher::new(grammar);
+    let mut matcher = GrammarMatcher::with_config(grammar, config);
     let mut mask = TokenBitmask::new(vocab.vocab_size());
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let (mut tokens, mut mask_us, mut allowed) = (Vec::new(), Vec::new(), Vec::new());
@@ -43,14 +44,16 @@ pub fn walk(grammar: &CompiledGrammar, seed: u64, budget: usize) -> Result<Walk,
             break;
         }
         let t = Instant::now();
-        matcher.fill_next_token_bitmask(mask.as_words_mut());
+        matcher
+            .try_fill_next_token_bitmask(mask.as_words_mut())
+            .map_err(|e| format!("the mask of step {step}: {e}"))?;
         mask_us.push(t.elapsed().as_secs_f64() * 1e6);
         allowed.clear();
         allowed.extend(mask.allowed_ids().map(|id| id as u32));
         let Some(id) = pick(vocab, &matcher, &allowed, closing, &mut rng) else {
             return Err("no token is allowed: the grammar cannot continue with this vocabulary".into());
         };
-        if !matcher.accept_token(id) {
+        if !matcher.try_accept_token(id).map_err(|e| format!("token {id} at step {step}: {e}"))? {
             return Err(format!("token {id} was allowed by the mask but not accepted (a bug: please report it)"));
         }
         if matcher.is_terminated() {
@@ -63,10 +66,11 @@ pub fn walk(grammar: &CompiledGrammar, seed: u64, budget: usize) -> Result<Walk,
     Ok(Walk { tokens, stopped, complete, mask_us })
 }
 
-/// The time of each mask fill when the same tokens are walked again on a fresh matcher: every
-/// cache entry the walk needs exists by then, so this is the warm cost of a step.
-pub fn warm_mask_us(grammar: &CompiledGrammar, tokens: &[u32]) -> Vec<f64> {
-    let mut matcher = GrammarMatcher::new(grammar);
+/// The time of each mask fill when the same tokens are walked again on a fresh matcher (of the
+/// walk's `config`, whose bounds the walk kept): every cache entry the walk needs exists by
+/// then, so this is the warm cost of a step.
+pub fn warm_mask_us(grammar: &CompiledGrammar, tokens: &[u32], config: MatcherConfig) -> Vec<f64> {
+    let mut matcher = GrammarMatcher::with_config(grammar, config);
     let mut mask = TokenBitmask::new(grammar.vocabulary().vocab_size());
     let mut out = Vec::with_capacity(tokens.len());
     for &id in tokens {

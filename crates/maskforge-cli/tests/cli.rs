@@ -408,8 +408,10 @@ fn adversarial_inputs_exit_2_with_one_line() {
         ),
         TempFile::new("tag.json", "[".repeat(1 << 20).as_bytes()),
         TempFile::new("utf8.txt", b"\"a\xff\""),
+        TempFile::new("ambiguous.ebnf", br#"root ::= root root | "a""#),
     ];
-    let [utf8, brackets_ebnf, brackets_json, deep, cycle, recursive, truncated, inconsistent, tag, text] = &files;
+    let [utf8, brackets_ebnf, brackets_json, deep, cycle, recursive, truncated, inconsistent, tag, text, ambiguous] =
+        &files;
     assert_one_line_error(&["check", "--regex", r#""[^"]*""#, "--input", text.path()]);
     assert_one_line_error(&["check", "--grammar", utf8.path(), "--text", "a"]);
     // 50 MB sources: over the source size limit, refused before parsing.
@@ -449,4 +451,17 @@ fn adversarial_inputs_exit_2_with_one_line() {
     let err = assert_one_line_error(&["check", "--builtin-json", "--compile-timeout", "0", "--text", "1"]);
     assert!(err.contains("timed out"), "{err}");
     assert_one_line_error(&["check", "--builtin-json", "--compile-timeout=-1", "--text", "1"]);
+    let err = assert_one_line_error(&["check", "--builtin-json", "--max-compile-bytes", "1000", "--text", "1"]);
+    assert!(err.contains("max_compile_bytes"), "{err}");
+    // The matcher's bounds: an ambiguous grammar whose steps cost ever more, nesting too deep.
+    // Errors, not rejections: the text was not judged.
+    let a = "a".repeat(2_000);
+    let step = ["--grammar", ambiguous.path(), "--max-step-items", "100000"];
+    for args in [["check", "--text", &a], ["mask", "--prefix", &a], ["generate", "--max-tokens", "2000"]] {
+        let err = assert_one_line_error(&[&args[..], &step[..]].concat());
+        assert!(err.contains("max_step_items") && err.contains("over the limit of 100000"), "{err}");
+    }
+    let open = "[".repeat(20_000);
+    let err = assert_one_line_error(&["check", "--builtin-json", "--max-state-bytes", "100000", "--text", &open]);
+    assert!(err.contains("max_state_bytes") && err.contains("over the limit of 100000"), "{err}");
 }

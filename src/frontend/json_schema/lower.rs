@@ -177,6 +177,8 @@ pub(super) struct Lowerer<'a> {
     /// Bytes of literal text in the rule bodies defined so far (bounded by
     /// [`super::JsonSchemaLimits::max_text_bytes`]).
     text_bytes: usize,
+    /// The part of `text_bytes` already charged to the compile's byte budget (`util::cancel`).
+    charged_text: usize,
 }
 
 impl<'a> Lowerer<'a> {
@@ -232,6 +234,7 @@ impl<'a> Lowerer<'a> {
             fragments,
             deepest: 0,
             text_bytes: 0,
+            charged_text: 0,
         }
     }
 
@@ -463,6 +466,10 @@ impl<'a> Lowerer<'a> {
     /// Lowers the sub-schema `s` found at `ptr`, for a value at nesting `level`.
     pub(super) fn schema(&mut self, s: &Schema<'a>, ptr: &str, level: u32) -> Result<Expr, SchemaError> {
         crate::util::cancel::check("JSON Schema lowering")?;
+        if self.text_bytes > self.charged_text {
+            crate::util::cancel::charge_bytes(self.text_bytes - self.charged_text, "JSON Schema lowering")?;
+            self.charged_text = self.text_bytes;
+        }
         self.depth += 1;
         self.deepest = self.deepest.max(self.depth);
         self.schemas += 1;

@@ -115,6 +115,8 @@ pub(crate) fn run(
             return Err(GrammarError::TooLarge { what: "expression depth", actual, limit: limits.max_depth });
         }
         nodes += size.nodes;
+        // The IR is one of a compile's growth points (`util::cancel`, the byte budget).
+        crate::util::cancel::charge_bytes(size.nodes * std::mem::size_of::<Expr>(), "grammar construction")?;
         if nodes > limits.max_nodes {
             return Err(GrammarError::TooLarge {
                 what: "expression node count",
