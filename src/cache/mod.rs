@@ -545,24 +545,17 @@ impl MaskCache {
             + self.follow.capacity() * std::mem::size_of::<ByteSet>()
             + self.shared.as_ref().map_or(0, |sh| sh.hashes.memory_usage())
             + self.bytes.load(Ordering::Relaxed)
-            + self.loop_slices().values().map(|s| s.memory_usage()).sum::<usize>()
+            + memory_of(&self.loop_slices, |s| s.memory_usage())
             + self.path_memo.memory_usage()
-            + self
-                .loop_counts
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .values()
-                .map(|t| t.memory_usage())
-                .sum::<usize>()
-            + self
-                .region_tables
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .values()
-                .map(|t| t.memory_usage())
-                .sum::<usize>()
+            + memory_of(&self.loop_counts, |t| t.memory_usage())
+            + memory_of(&self.region_tables, |t| t.memory_usage())
             + self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum::<usize>()
     }
+}
+
+/// Heap bytes of the values of a locked table, by `usage`.
+fn memory_of<K, V>(table: &std::sync::Mutex<crate::util::hash::FastMap<K, V>>, usage: impl Fn(&V) -> usize) -> usize {
+    table.lock().unwrap_or_else(std::sync::PoisonError::into_inner).values().map(usage).sum()
 }
 
 /// The base entry of `state` in `context` built from the slice of its lexical loop, however
