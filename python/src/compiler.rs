@@ -109,14 +109,20 @@ impl GrammarCompiler {
     /// `parser` picks the parsing path of the compiled grammars: `"auto"` (the pushdown
     /// automaton where it serves the grammar, else Earley), `"earley"`, or `"pda"` (a grammar
     /// the PDA cannot serve is then a `GrammarError`); `CompiledGrammar.parser` says which ran.
+    /// For untrusted input: `compile_timeout` (seconds, default none) and `max_compile_bytes`
+    /// (default the library's, 256 MiB) bound every compile of this compiler; over either, the
+    /// compile raises `CompileInterruptedError` and nothing of it is cached.
     #[new]
-    #[pyo3(signature = (tokenizer_info, *, max_threads = 8, cache_enabled = true, cache_limit_bytes = -1, parser = "auto"))]
+    #[pyo3(signature = (tokenizer_info, *, max_threads = 8, cache_enabled = true, cache_limit_bytes = -1, parser = "auto", compile_timeout = None, max_compile_bytes = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         tokenizer_info: &TokenizerInfo,
         max_threads: i64,
         cache_enabled: bool,
         cache_limit_bytes: i64,
         parser: &str,
+        compile_timeout: Option<f64>,
+        max_compile_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let _ = max_threads;
         let parser = match parser {
@@ -135,6 +141,17 @@ impl GrammarCompiler {
         }
         if cache_limit_bytes >= 0 {
             config = config.pool_bytes(cache_limit_bytes as usize);
+        }
+        if let Some(seconds) = compile_timeout {
+            let limit = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "compile_timeout must be a number of seconds >= 0, not {seconds}"
+                ))
+            })?;
+            config = config.compile_timeout(limit);
+        }
+        if let Some(bytes) = max_compile_bytes {
+            config = config.max_compile_bytes(bytes);
         }
         let compiler = maskforge::GrammarCompiler::new(tokenizer_info.vocab.clone(), config);
         Ok(GrammarCompiler { inner: SharedCompiler::new(compiler) })

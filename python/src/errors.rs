@@ -32,6 +32,12 @@ create_exception!(
 );
 create_exception!(
     maskforge,
+    CompileInterruptedError,
+    MaskforgeError,
+    "A compile stopped by its deadline or byte budget (GrammarCompiler's compile_timeout, max_compile_bytes)."
+);
+create_exception!(
+    maskforge,
     InternalError,
     MaskforgeError,
     "A bug in maskforge (a Rust panic, caught at the boundary)."
@@ -49,6 +55,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TokenizerError", py.get_type::<TokenizerError>())?;
     m.add("MatcherError", py.get_type::<MatcherError>())?;
     m.add("BitmaskError", py.get_type::<BitmaskError>())?;
+    m.add("CompileInterruptedError", py.get_type::<CompileInterruptedError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())
 }
@@ -66,6 +73,7 @@ pub fn to_py(err: maskforge::Error) -> PyErr {
         E::Protocol(_) => ProtocolError::new_err(msg),
         E::Vocab(_) | E::PoolVocabulary { .. } => TokenizerError::new_err(msg),
         E::Matcher(_) => MatcherError::new_err(msg),
+        E::Interrupted(_) => CompileInterruptedError::new_err(msg),
         _ => MaskforgeError::new_err(msg),
     }
 }

@@ -195,3 +195,18 @@ def test_parser_option_selects_and_reports_the_path(qwen3):
     assert xgr.GrammarCompiler(qwen3, parser="auto").compile_grammar(counted).parser == "earley"
     with pytest.raises(ValueError, match="parser"):
         xgr.GrammarCompiler(qwen3, parser="lr1")
+
+
+def test_compile_bounds_for_untrusted_input(qwen3):
+    # A 100,000-way enum: millions of automaton edges before the passes shrink them.
+    schema = {"enum": [f"value-{i}" for i in range(100_000)]}
+    small = xgr.GrammarCompiler(qwen3, max_compile_bytes=1 << 20)
+    with pytest.raises(xgr.CompileInterruptedError, match="max_compile_bytes"):
+        small.compile_json_schema(schema)
+    # Nothing of it was kept: the same compiler goes on with small schemas.
+    assert small.compile_json_schema({"enum": ["a", "b"]}).parser in ("pda", "earley")
+    with pytest.raises(xgr.CompileInterruptedError, match="timed out"):
+        xgr.GrammarCompiler(qwen3, compile_timeout=0.0).compile_builtin_json_grammar()
+    with pytest.raises(ValueError, match="compile_timeout"):
+        xgr.GrammarCompiler(qwen3, compile_timeout=-1.0)
+    assert issubclass(xgr.CompileInterruptedError, xgr.MaskforgeError)
