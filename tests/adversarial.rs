@@ -532,6 +532,26 @@ fn budgeted(g: &CompiledGrammar, items: u64) -> GrammarMatcher {
     GrammarMatcher::with_config(g, MatcherConfig::default().max_step_items(items))
 }
 
+/// Fills a mask (into `mask`) and accepts `token`, again and again, until the matcher refuses
+/// with an error (returned); every accepted step must be accepted and `within` its bound, and
+/// the refusal must come within `cap` tokens.
+fn fill_and_accept_until_refused(
+    m: &mut GrammarMatcher,
+    token: u32,
+    mask: &mut TokenBitmask,
+    cap: usize,
+    within: impl Fn(&GrammarMatcher) -> bool,
+) -> MatcherError {
+    loop {
+        m.try_fill_next_token_bitmask(mask.as_words_mut()).unwrap();
+        match m.try_accept_token(token) {
+            Ok(accepted) => assert!(accepted && within(m)),
+            Err(e) => return e,
+        }
+        assert!(m.num_accepted_tokens() < cap, "no refusal within {cap} tokens");
+    }
+}
+
 #[test]
 fn fast_an_ambiguous_grammar_hits_the_step_budget_and_the_matcher_is_unchanged() {
     let g = compiler().compile_grammar(AMBIGUOUS).unwrap();
@@ -541,14 +561,7 @@ fn fast_an_ambiguous_grammar_hits_the_step_budget_and_the_matcher_is_unchanged()
     let (mut before, mut after) = (TokenBitmask::new(size), TokenBitmask::new(size));
     let a = tok(b'a');
     let start = Instant::now();
-    let err = loop {
-        m.try_fill_next_token_bitmask(before.as_words_mut()).unwrap();
-        match m.try_accept_token(a) {
-            Ok(accepted) => assert!(accepted && m.last_step_items() <= limit),
-            Err(e) => break e,
-        }
-        assert!(m.num_accepted_tokens() < 5_000, "the budget never ran out");
-    };
+    let err = fill_and_accept_until_refused(&mut m, a, &mut before, 5_000, |m| m.last_step_items() <= limit);
     let read = m.num_accepted_tokens();
     outcome(format_args!("refused byte {} after {:.1?}: {err}", read + 1, start.elapsed()));
     assert!(matches!(err, MatcherError::StepTooExpensive { items, limit: l } if items > limit && l == limit));
@@ -663,14 +676,7 @@ fn fast_deep_nesting_hits_the_state_bound_and_the_matcher_stays_usable() {
         let (mut before, mut after) = (TokenBitmask::new(size), TokenBitmask::new(size));
         let (open, close) = (tok(b'['), tok(b']'));
         let start = Instant::now();
-        let err = loop {
-            m.try_fill_next_token_bitmask(before.as_words_mut()).unwrap();
-            match m.try_accept_token(open) {
-                Ok(accepted) => assert!(accepted && m.state_bytes() <= limit),
-                Err(e) => break e,
-            }
-            assert!(m.num_accepted_tokens() < 1 << 20, "the bound never refused a bracket");
-        };
+        let err = fill_and_accept_until_refused(&mut m, open, &mut before, 1 << 20, |m| m.state_bytes() <= limit);
         let levels = m.num_accepted_tokens();
         outcome(format_args!(
             "{} (rollback limit {rollback:?}): {levels} levels, {:.1?}: {err}",
