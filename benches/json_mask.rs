@@ -25,12 +25,7 @@ fn main() {
         "aot" => MaskCacheMode::Aot,
         k => MaskCacheMode::Precompute(k.parse().expect("--mode takes jit, aot or a number")),
     };
-    let parser = match arg("--parser", "auto").as_str() {
-        "auto" => Parser::Auto,
-        "earley" => Parser::Earley,
-        "pda" => Parser::Pda,
-        p => panic!("--parser takes auto, earley or pda, not {p}"),
-    };
+    let parser: Parser = arg("--parser", "auto").parse().unwrap_or_else(|e| panic!("--parser: {e}"));
     let (vocab, encoder) = load_tokenizer(&tokenizer).unwrap_or_else(|e| panic!("{e}"));
     let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default().cache_mode(mode).parser(parser));
     let t = Instant::now();

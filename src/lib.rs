@@ -96,7 +96,7 @@ pub mod internals {
 }
 
 pub use cache::{MaskCacheMode, MaskCacheStats, MaskPool, PoolStats};
-pub use compiled::{CompiledGrammar, LoadError, Parser, FORMAT_VERSION as SAVED_FORMAT_VERSION};
+pub use compiled::{CompiledGrammar, LoadError, Parser, UnknownParser, FORMAT_VERSION as SAVED_FORMAT_VERSION};
 pub use compiler::{
     CompilerConfig, GrammarCacheStats, GrammarCompiler, DEFAULT_GRAMMAR_CACHE_LEN, DEFAULT_MAX_COMPILE_BYTES,
     DEFAULT_MAX_SOURCE_BYTES, DEFAULT_POOL_BYTES, DEFAULT_RULE_FSM_CACHE_STATES, DEFAULT_SCHEMA_FRAGMENT_CACHE_LEN,

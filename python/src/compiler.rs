@@ -30,10 +30,7 @@ impl CompiledGrammar {
     /// option of `GrammarCompiler`).
     #[getter]
     fn parser(&self) -> &'static str {
-        match self.inner.parser() {
-            maskforge::Parser::Pda => "pda",
-            _ => "earley",
-        }
+        self.inner.parser().name()
     }
 
     /// The tokenizer the grammar was compiled for.
@@ -125,16 +122,9 @@ impl GrammarCompiler {
         max_compile_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let _ = max_threads;
-        let parser = match parser {
-            "auto" => maskforge::Parser::Auto,
-            "earley" => maskforge::Parser::Earley,
-            "pda" => maskforge::Parser::Pda,
-            other => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "parser must be \"auto\", \"earley\" or \"pda\", not {other:?}"
-                )))
-            }
-        };
+        let parser: maskforge::Parser = parser
+            .parse()
+            .map_err(|e: maskforge::UnknownParser| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
         let mut config = CompilerConfig::default().parser(parser);
         if !cache_enabled {
             config = config.grammar_cache_len(0);

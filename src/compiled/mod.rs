@@ -55,6 +55,48 @@ pub enum Parser {
     Pda,
 }
 
+impl Parser {
+    /// The parser's name, as [`Parser::from_str`](std::str::FromStr) reads it: `auto`,
+    /// `earley` or `pda`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Parser::Auto => "auto",
+            Parser::Earley => "earley",
+            Parser::Pda => "pda",
+        }
+    }
+}
+
+/// A parser name that is not `auto`, `earley` or `pda` (from [`Parser`]'s `FromStr`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownParser(pub String);
+
+impl std::fmt::Display for UnknownParser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the parser is \"auto\", \"earley\" or \"pda\", not {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownParser {}
+
+impl std::str::FromStr for Parser {
+    type Err = UnknownParser;
+
+    /// # Example
+    /// ```
+    /// use maskforge::Parser;
+    /// assert_eq!("pda".parse::<Parser>(), Ok(Parser::Pda));
+    /// assert_eq!(Parser::Earley.name().parse::<Parser>(), Ok(Parser::Earley));
+    /// assert!("lr1".parse::<Parser>().unwrap_err().to_string().contains("\"lr1\""));
+    /// ```
+    fn from_str(name: &str) -> Result<Self, UnknownParser> {
+        [Parser::Auto, Parser::Earley, Parser::Pda]
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| UnknownParser(name.to_string()))
+    }
+}
+
 impl CompiledGrammar {
     pub(crate) fn new(grammar: Grammar, fsm: GrammarFsm, vocab: Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
         let compiled = Self::assemble(None, fsm, vocab, pool);

@@ -63,12 +63,7 @@ pub struct MaskbenchArgs {
 }
 
 fn parser(name: &str) -> Result<Parser, String> {
-    match name {
-        "auto" => Ok(Parser::Auto),
-        "earley" => Ok(Parser::Earley),
-        "pda" => Ok(Parser::Pda),
-        other => Err(format!("--parser takes auto, earley or pda, not `{other}`")),
-    }
+    name.parse().map_err(|e| format!("--parser: {e}"))
 }
 
 fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
