@@ -112,7 +112,10 @@ impl ForcedRules {
                 for e in fsm.byte_edges(rule.start) {
                     first.insert_range(e.lo, e.hi);
                 }
-                let forced = deterministic && !rule.nullable && !first.intersects(&follow[r]);
+                // A nullable body (its start is final) may loop back without a byte. A rule
+                // that is nullable only for its minimum of 0 is not excluded: at its start, the
+                // first byte alone decides between an iteration and what follows.
+                let forced = deterministic && !fsm.is_final(rule.start) && !first.intersects(&follow[r]);
                 forced.then(|| {
                     let inside = |s: StateId| fsm.rule_of(s) == r;
                     // Where iterations end matters to the counts: final states are marked.

@@ -153,6 +153,19 @@ pub(crate) enum NearBound<'a> {
     Parser,
 }
 
+/// How a cache entry is built (see [`MaskCache::build_path`]), fastest path first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BuildPath {
+    /// Free text of a `TagDispatch` rule, from its pooled base (`dispatch.rs`).
+    FreeText,
+    /// From the pooled slice of the state's lexical loop (`lexical_loop.rs`).
+    LoopSlice,
+    /// Along byte paths, the parser walking only the tokens those do not read (`byte_paths.rs`).
+    BytePaths,
+    /// By the parser over every token whose first byte the state reads.
+    Parser,
+}
+
 /// Counters of a [`MaskCache`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MaskCacheStats {
@@ -384,17 +397,8 @@ impl MaskCache {
     /// a counted repetition) first runs the vocabulary through the automaton along byte
     /// paths, and walks with the parser only the tokens that need it (see `byte_paths.rs`).
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
-        let loops = self.loops.get_or_init(|| lexical_loop::Loops::new(fsm));
-        // A state on no cycle takes the slice of the cycles its edges lead to only when most of
-        // its tokens enter them (a string's first byte); else nearly every token would leave
-        // the slice (a key position whose generic body is another rule).
-        let in_loop = loops
-            .to_slice(fsm, vocab, state)
-            .filter(|l| loops.on_cycle(state) || l.mostly_entered_from(fsm, vocab, state));
-        let Some(in_loop) = in_loop else {
-            if byte_paths::applies(fsm, state)
-                && build::first_byte_candidates(fsm, state, vocab) >= byte_paths::MIN_FIRST_BYTE_TOKENS
-            {
+        let Some(in_loop) = self.sliced_loop(fsm, vocab, state) else {
+            if self.uses_byte_paths(fsm, vocab, state) {
                 let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab));
                 let table = |r: &region::Region| self.region_table(vocab, r);
                 let source = byte_paths::PathSource { facts, follow: &self.follow, table: &table };
@@ -448,11 +452,34 @@ impl MaskCache {
         NearBound::Table(Arc::clone(tables.entry(f.key).or_insert_with(|| Arc::new(build()))))
     }
 
-    /// Whether the entry of `state` is built from the slice of its lexical loop (see
-    /// `lexical_loop.rs`): for profiling programs that sort entries by how they are built.
-    pub fn uses_loop_slice(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> bool {
+    /// The lexical loop whose slice the entry of `state` is built from, if any (see
+    /// `lexical_loop.rs`).
+    fn sliced_loop(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Option<lexical_loop::Loop<'_>> {
         let loops = self.loops.get_or_init(|| lexical_loop::Loops::new(fsm));
-        loops.to_slice(fsm, vocab, state).is_some()
+        // A state on no cycle takes the slice of the cycles its edges lead to only when most of
+        // its tokens enter them (a string's first byte); else nearly every token would leave
+        // the slice (a key position whose generic body is another rule).
+        loops.to_slice(fsm, vocab, state).filter(|l| loops.on_cycle(state) || l.mostly_entered_from(fsm, vocab, state))
+    }
+
+    /// How the entry of `state` is built (or would be): for profiling programs that sort
+    /// entries by how they are built.
+    pub fn build_path(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> BuildPath {
+        if self.free_text.contains_key(&fsm.rule_of(state)) && fsm.is_free_text(state) {
+            BuildPath::FreeText
+        } else if self.sliced_loop(fsm, vocab, state).is_some() {
+            BuildPath::LoopSlice
+        } else if self.uses_byte_paths(fsm, vocab, state) {
+            BuildPath::BytePaths
+        } else {
+            BuildPath::Parser
+        }
+    }
+
+    /// Whether a walk not served by a loop slice goes along byte paths (see `byte_paths.rs`).
+    fn uses_byte_paths(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> bool {
+        byte_paths::applies(fsm, state)
+            && build::first_byte_candidates(fsm, state, vocab) >= byte_paths::MIN_FIRST_BYTE_TOKENS
     }
 
     /// The per-grammar slices, locked (a panic while the lock was held left the map whole).

@@ -514,6 +514,25 @@ impl Builder<'_> {
                     && self.sized(&rep.expr).saturating_mul(copies.max(1) as usize) <= self.limits.max_expanded_states;
                 if expand {
                     self.expand_repeat(nfa, &rep.expr, rep.min, rep.max, from, to)
+                } else if rep.max == Some(1) {
+                    // A body too large to inline, read at most once: a plain rule of its own,
+                    // skipped when optional. A counted rule would do, but an item of one at its
+                    // last iteration trusts no cached token (see `cache::counted`).
+                    let once = match &rep.expr {
+                        Expr::Rule(r) => {
+                            self.need(r.index() as u32);
+                            r.index() as u32
+                        }
+                        body => {
+                            let name = format!("$once{}", self.names.len());
+                            self.synthetic_rule(name, body)
+                        }
+                    };
+                    let end = rule_edge(nfa, from, once, to);
+                    if rep.min == 0 {
+                        nfa.add_edge(from, Label::Epsilon, end);
+                    }
+                    end
                 } else {
                     let counted = self.counted_rule(&rep.expr, rep.min, rep.max.unwrap_or(u32::MAX));
                     self.need(counted);

@@ -1,17 +1,15 @@
 //! Where the mask-time tail comes from: runs MaskBench files the way the runner does (one
 //! compiler, so one pool, for all of them; spec-compliant options; a mask before every token),
 //! but builds the missing cache entries of each step one at a time before the fill and times
-//! each, sorted by the cause of its cost (design notes, open problem 1):
+//! each, sorted by the cause of its cost (design notes, open problem 1): how the entry is built
+//! (`MaskCache::build_path`: `text`, `slice`, `paths` or `parser`), then the shape of its state:
 //!
-//! * `a-strtail`: a byte edge of the state leads (through UTF-8 continuation states) into a
+//! * `nfa`: the state's byte edges overlap (subset construction gave up);
+//! * `cycle`: the state lies on a cycle of byte edges of its rule (a string body, digits,
+//!   whitespace);
+//! * `strtail`: a byte edge of the state leads (through UTF-8 continuation states) into a
 //!   state that enters a nullable rule, such as a key position entering the shared `strtail`;
-//! * `b-nfa`: the state's byte edges overlap (subset construction gave up);
-//! * `c-nullable`: the state is final or predicts a nullable rule;
-//! * `a-keypos`: a simple state on no cycle whose loop is only a cycle its edges lead to (a
-//!   key position: known keys' first bytes, the generic body through `strtail`, the closing
-//!   quote then whitespace), which session 7's slices covered with ~126k leaving tokens;
-//! * `e-sliced`: a simple state on a cycle (a string body, digits): built from a lexical-loop
-//!   slice, the leaving tokens walked;
+//! * `nullable`: the state is final or predicts a nullable rule;
 //! * `other`.
 //!
 //! `cargo run --release -p maskforge-bench --bin entry_tail -- [--every N] [--over-us 1000] [--tokenizer llama3] PATH...`
@@ -23,6 +21,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use maskforge::cache::BuildPath;
 use maskforge::fsm::{GrammarFsm, StateId};
 use maskforge::tokenizer::load_tokenizer;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, JsonSchemaOptions, TokenBitmask};
@@ -36,14 +35,26 @@ fn flag(args: &[String], name: &str, default: &str) -> String {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.into())
 }
 
-/// The cause of an entry's cost (see the module docs).
-fn cause(fsm: &GrammarFsm, state: StateId, sliced: bool) -> &'static str {
+/// The cause of an entry's cost (see the module docs): how it is built, and the shape of its
+/// state.
+fn cause(fsm: &GrammarFsm, state: StateId, path: BuildPath) -> String {
+    let path = match path {
+        BuildPath::FreeText => "text",
+        BuildPath::LoopSlice => "slice",
+        BuildPath::BytePaths => "paths",
+        BuildPath::Parser => "parser",
+    };
+    format!("{path}/{}", shape(fsm, state))
+}
+
+/// The shape of `state` (see the module docs).
+fn shape(fsm: &GrammarFsm, state: StateId) -> &'static str {
     let edges = fsm.byte_edges(state);
-    if sliced {
-        return if on_cycle(fsm, state) { "e-sliced" } else { "a-keypos" };
-    }
     if edges.windows(2).any(|w| w[1].lo <= w[0].hi) {
-        return "b-nfa";
+        return "nfa";
+    }
+    if on_cycle(fsm, state) {
+        return "cycle";
     }
     let enters_nullable = |s: StateId| fsm.rule_edges(s).iter().any(|e| fsm.rule(e.rule).nullable);
     let leads_into_nullable = edges.iter().any(|e| {
@@ -53,9 +64,9 @@ fn cause(fsm: &GrammarFsm, state: StateId, sliced: bool) -> &'static str {
             })
     });
     if leads_into_nullable {
-        "a-strtail"
+        "strtail"
     } else if fsm.is_final(state) || enters_nullable(state) {
-        "c-nullable"
+        "nullable"
     } else {
         "other"
     }
@@ -106,8 +117,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let paths: Vec<_> = paths.into_iter().step_by(every.max(1)).collect();
     let compiler = GrammarCompiler::new(vocab.clone(), CompilerConfig::default());
     let options = JsonSchemaOptions::spec_compliant();
-    let mut entries: Vec<(f64, String, StateId, String, &'static str, usize)> = Vec::new();
+    let mut entries: Vec<(f64, String, StateId, String, String, usize, usize)> = Vec::new();
     let mut tbm = Vec::new();
+    // Per file: the time of its fills and of its slowest fill.
+    let mut fill_time: Vec<(f64, f64, String)> = Vec::new();
     let mut mask = TokenBitmask::new(vocab.vocab_size());
     for path in &paths {
         let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
@@ -124,9 +137,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             matcher.reset();
             for &id in ids.iter().chain([u32::MAX].iter()) {
                 for slot in matcher.prefetch(0).slots() {
-                    let sliced = cache.uses_loop_slice(fsm, &vocab, slot.state);
+                    let path = cache.build_path(fsm, &vocab, slot.state);
                     let t = Instant::now();
-                    cache.entry(fsm, &vocab, slot.state, slot.below_min);
+                    let uncertain = cache.entry(fsm, &vocab, slot.state, slot.below_min).uncertain.len();
                     let us = t.elapsed().as_secs_f64() * 1e6;
                     let rule = fsm.rules()[fsm.rule_of(slot.state)].name.clone();
                     let first_bytes = fsm
@@ -134,11 +147,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .iter()
                         .map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len())
                         .sum();
-                    entries.push((us, name.clone(), slot.state, rule, cause(fsm, slot.state, sliced), first_bytes));
+                    entries.push((
+                        us,
+                        name.clone(),
+                        slot.state,
+                        rule,
+                        cause(fsm, slot.state, path),
+                        first_bytes,
+                        uncertain,
+                    ));
                 }
                 let t = Instant::now();
                 matcher.fill_next_token_bitmask(mask.as_words_mut());
-                tbm.push(t.elapsed().as_secs_f64() * 1e6);
+                let us = t.elapsed().as_secs_f64() * 1e6;
+                tbm.push(us);
+                match fill_time.last_mut() {
+                    Some(last) if last.2 == name => {
+                        last.0 += us;
+                        last.1 = last.1.max(us);
+                    }
+                    _ => fill_time.push((us, us, name.clone())),
+                }
                 if id == u32::MAX || !mask.get(id as usize) || !matcher.accept_token(id) {
                     break;
                 }
@@ -150,12 +179,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut slow: Vec<_> = entries.iter().filter(|e| e.0 > over_us).collect();
     slow.sort_by(|a, b| b.0.total_cmp(&a.0));
-    for (us, file, state, rule, cause, first_bytes) in &slow {
-        println!("{us:>9.0} us  {cause:<10} {file} state {state} of {rule}, first-byte tokens {first_bytes}");
+    for (us, file, state, rule, cause, first_bytes, uncertain) in &slow {
+        println!(
+            "{us:>9.0} us  {cause:<10} {file} state {state} of {rule}, first-byte tokens {first_bytes}, uncertain {uncertain}"
+        );
     }
     let mut per_cause: BTreeMap<&str, (usize, f64, usize, f64)> = BTreeMap::new();
     for e in &entries {
-        let c = per_cause.entry(e.4).or_default();
+        let c = per_cause.entry(&e.4).or_default();
         c.0 += 1;
         c.1 += e.0;
         if e.0 > over_us {
@@ -182,6 +213,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         costs.iter().sum::<f64>() / 1e3
     );
     let s = Summary::of(&tbm);
-    println!("fills after their entries us: p50 {:.1} p99 {:.1} max {:.0}", s.p50, s.p99, s.max);
+    println!(
+        "fills after their entries us: p50 {:.1} p99 {:.1} max {:.0} total {:.1} ms",
+        s.p50,
+        s.p99,
+        s.max,
+        tbm.iter().sum::<f64>() / 1e3
+    );
+    fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (total, max, file) in fill_time.iter().take(10) {
+        println!("fills of {file}: total {:.1} ms, slowest {max:.0} us", total / 1e3);
+    }
     Ok(())
 }
