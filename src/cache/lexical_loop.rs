@@ -57,24 +57,31 @@ pub(crate) struct LoopSlice {
 }
 
 impl LoopSlice {
-    /// Runs every token of `vocab` from `start` while it stays in `in_loop`.
+    /// Runs every token of `vocab` from `start` while it stays in `in_loop`: through the loop's
+    /// set automaton ([`SetDfa`]) when the loop is small enough, else set by set.
     pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, start: StateId, in_loop: &Loop<'_>) -> Self {
+        match SetDfa::new(fsm, start, in_loop) {
+            Some(dfa) => Self::walk(vocab, SetPath { dfa, path: vec![0] }),
+            None => Self::walk(vocab, SetsWalk { fsm, in_loop, sets: StateSets::new(start) }),
+        }
+    }
+
+    fn walk(vocab: &Vocabulary, mut walk: impl LoopWalk) -> Self {
         let ids = vocab.sorted_token_ids();
         let lcp = vocab.sorted_lcp();
         let n = ids.len();
         let mut inside = vec![0u32; mask_words(vocab.vocab_size())];
         let mut inside_len = 0;
         let mut leaving = Vec::new();
-        let mut sets = StateSets::new(start);
         let mut i = 0;
         while i < n {
             let bytes = vocab.sorted_token_bytes(i);
-            sets.truncate((lcp[i] as usize).min(sets.len() - 1) + 1);
-            let mut k = sets.len() - 1;
+            walk.truncate((lcp[i] as usize).min(walk.len() - 1) + 1);
+            let mut k = walk.len() - 1;
             // The byte where the token dies or leaves, and whether it leaves.
             let mut stop = None;
             while k < bytes.len() {
-                let next = if Sentinel::is_lead(bytes[k]) { Next::Dies } else { sets.step(fsm, bytes[k], in_loop) };
+                let next = if Sentinel::is_lead(bytes[k]) { Next::Dies } else { walk.step(bytes[k]) };
                 match next {
                     Next::Stays => k += 1,
                     Next::Leaves => {
@@ -102,6 +109,142 @@ impl LoopSlice {
             i = end;
         }
         LoopSlice { inside: inside.into_boxed_slice(), inside_len, leaving: leaving.into_boxed_slice() }
+    }
+}
+
+/// The walk of one token after another inside a loop: the item sets after each byte of the
+/// last walked token, from the start.
+trait LoopWalk {
+    /// How many sets the walk holds (one more than the bytes read).
+    fn len(&self) -> usize;
+    /// Keeps the first `len` sets (at least one).
+    fn truncate(&mut self, len: usize);
+    /// Reads `b` from the last set, pushing the next one when it [`Next::Stays`].
+    fn step(&mut self, b: u8) -> Next;
+}
+
+/// A [`LoopWalk`] that computes every set from the last one (any loop size).
+struct SetsWalk<'a> {
+    fsm: &'a GrammarFsm,
+    in_loop: &'a Loop<'a>,
+    sets: StateSets,
+}
+
+impl LoopWalk for SetsWalk<'_> {
+    fn len(&self) -> usize {
+        self.sets.len()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.sets.truncate(len)
+    }
+    fn step(&mut self, b: u8) -> Next {
+        self.sets.step(self.fsm, b, self.in_loop)
+    }
+}
+
+/// A [`LoopWalk`] through a [`SetDfa`]: one table lookup per byte once a transition is known.
+struct SetPath<'a> {
+    dfa: SetDfa<'a>,
+    path: Vec<u32>,
+}
+
+impl LoopWalk for SetPath<'_> {
+    fn len(&self) -> usize {
+        self.path.len()
+    }
+    fn truncate(&mut self, len: usize) {
+        self.path.truncate(len)
+    }
+    fn step(&mut self, b: u8) -> Next {
+        let last = *self.path.last().expect("a walk always has a set");
+        match self.dfa.step(last, b) {
+            SetDfa::LEAVES => Next::Leaves,
+            SetDfa::DIES => Next::Dies,
+            next => {
+                self.path.push(next);
+                Next::Stays
+            }
+        }
+    }
+}
+
+/// The item sets of a loop of at most 64 states as a deterministic automaton, built lazily:
+/// a set is a bitmask over the loop's states, and its transition on a byte is another set,
+/// [`SetDfa::LEAVES`] or [`SetDfa::DIES`] (as [`StateSets::step`] decides them).
+struct SetDfa<'a> {
+    fsm: &'a GrammarFsm,
+    in_loop: &'a Loop<'a>,
+    sets: Vec<u64>,
+    ids: FastMap<u64, u32>,
+    next: Vec<[u32; 256]>,
+}
+
+impl<'a> SetDfa<'a> {
+    const UNKNOWN: u32 = u32::MAX;
+    const LEAVES: u32 = u32::MAX - 1;
+    const DIES: u32 = u32::MAX - 2;
+
+    /// The automaton whose set 0 is `{start}`, or `None` when the loop has more than 64 states.
+    fn new(fsm: &'a GrammarFsm, start: StateId, in_loop: &'a Loop<'a>) -> Option<Self> {
+        let bit = in_loop.states.binary_search(&start).ok()?;
+        if in_loop.states.len() > 64 {
+            return None;
+        }
+        let mut dfa = SetDfa { fsm, in_loop, sets: Vec::new(), ids: FastMap::default(), next: Vec::new() };
+        dfa.intern(1 << bit);
+        Some(dfa)
+    }
+
+    fn intern(&mut self, set: u64) -> u32 {
+        if let Some(&id) = self.ids.get(&set) {
+            return id;
+        }
+        let id = self.sets.len() as u32;
+        self.sets.push(set);
+        self.ids.insert(set, id);
+        self.next.push([Self::UNKNOWN; 256]);
+        id
+    }
+
+    #[inline]
+    fn step(&mut self, set: u32, b: u8) -> u32 {
+        let next = self.next[set as usize][b as usize];
+        if next != Self::UNKNOWN {
+            return next;
+        }
+        let next = self.compute(self.sets[set as usize], b);
+        self.next[set as usize][b as usize] = next;
+        next
+    }
+
+    fn compute(&mut self, set: u64, b: u8) -> u32 {
+        let states = &self.in_loop.states;
+        let mut next = 0u64;
+        let mut bits = set;
+        while bits != 0 {
+            let s = states[bits.trailing_zeros() as usize];
+            bits &= bits - 1;
+            if self.in_loop.leaves_on(s, b) {
+                return Self::LEAVES;
+            }
+            for e in self.fsm.byte_edges(s) {
+                if e.lo > b {
+                    break;
+                }
+                if b > e.hi {
+                    continue;
+                }
+                match states.binary_search(&e.target) {
+                    Ok(k) => next |= 1 << k,
+                    Err(_) => return Self::LEAVES,
+                }
+            }
+        }
+        if next == 0 {
+            Self::DIES
+        } else {
+            self.intern(next)
+        }
     }
 }
 
