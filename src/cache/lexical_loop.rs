@@ -58,15 +58,17 @@ pub(crate) struct LoopSlice {
 
 impl LoopSlice {
     /// Runs every token of `vocab` from `start` while it stays in `in_loop`: through the loop's
-    /// set automaton ([`SetDfa`]) when the loop is small enough, else set by set.
+    /// set automaton ([`SetDfa`]), or set by set when that grows past [`SetDfa::MAX_SETS`].
     pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, start: StateId, in_loop: &Loop<'_>) -> Self {
-        match SetDfa::new(fsm, start, in_loop) {
-            Some(dfa) => Self::walk(vocab, SetPath { dfa, path: vec![0] }),
-            None => Self::walk(vocab, SetsWalk { fsm, in_loop, sets: StateSets::new(start) }),
-        }
+        let dfa = SetDfa::new(fsm, start, in_loop, SetDfa::MAX_SETS);
+        Self::walk(vocab, SetPath { dfa, path: vec![0] }).unwrap_or_else(|| {
+            Self::walk(vocab, SetsWalk { fsm, in_loop, sets: StateSets::new(start) })
+                .expect("a set-by-set walk always completes")
+        })
     }
 
-    fn walk(vocab: &Vocabulary, mut walk: impl LoopWalk) -> Self {
+    /// The slice `walk` finds, or `None` when it gives up ([`Next::GiveUp`]).
+    fn walk(vocab: &Vocabulary, mut walk: impl LoopWalk) -> Option<Self> {
         let ids = vocab.sorted_token_ids();
         let lcp = vocab.sorted_lcp();
         let n = ids.len();
@@ -92,6 +94,7 @@ impl LoopSlice {
                         stop = Some((k, false));
                         break;
                     }
+                    Next::GiveUp => return None,
                 }
             }
             let Some((k, leaves)) = stop else {
@@ -108,7 +111,7 @@ impl LoopSlice {
             }
             i = end;
         }
-        LoopSlice { inside: inside.into_boxed_slice(), inside_len, leaving: leaving.into_boxed_slice() }
+        Some(LoopSlice { inside: inside.into_boxed_slice(), inside_len, leaving: leaving.into_boxed_slice() })
     }
 }
 
@@ -160,6 +163,7 @@ impl LoopWalk for SetPath<'_> {
         match self.dfa.step(last, b) {
             SetDfa::LEAVES => Next::Leaves,
             SetDfa::DIES => Next::Dies,
+            SetDfa::TOO_MANY => Next::GiveUp,
             next => {
                 self.path.push(next);
                 Next::Stays
@@ -168,40 +172,64 @@ impl LoopWalk for SetPath<'_> {
     }
 }
 
-/// The item sets of a loop of at most 64 states as a deterministic automaton, built lazily:
-/// a set is a bitmask over the loop's states, and its transition on a byte is another set,
-/// [`SetDfa::LEAVES`] or [`SetDfa::DIES`] (as [`StateSets::step`] decides them).
+/// The item sets of a loop as a deterministic automaton, built lazily: a set is a bitmask over
+/// the loop's states (bit `k` of word `k / 64` is `states[k]`), and its transition on a byte is
+/// another set, [`SetDfa::LEAVES`] or [`SetDfa::DIES`] (as [`StateSets::step`] decides them).
 struct SetDfa<'a> {
     fsm: &'a GrammarFsm,
     in_loop: &'a Loop<'a>,
+    /// Words per set.
+    words: usize,
+    /// The most sets numbered before the walk gives up.
+    max_sets: usize,
+    /// The sets, `words` words each, in the order they were met.
     sets: Vec<u64>,
-    ids: FastMap<u64, u32>,
+    ids: FastMap<Box<[u64]>, u32>,
     next: Vec<[u32; 256]>,
+    /// Scratch for the next set.
+    scratch: Vec<u64>,
 }
 
 impl<'a> SetDfa<'a> {
     const UNKNOWN: u32 = u32::MAX;
     const LEAVES: u32 = u32::MAX - 1;
     const DIES: u32 = u32::MAX - 2;
+    const TOO_MANY: u32 = u32::MAX - 3;
+    /// Sets beyond this many end the walk (a row of 1 KiB each; subset construction of the
+    /// loop's rule gave up, and so does this).
+    const MAX_SETS: usize = 4096;
 
-    /// The automaton whose set 0 is `{start}`, or `None` when the loop has more than 64 states.
-    fn new(fsm: &'a GrammarFsm, start: StateId, in_loop: &'a Loop<'a>) -> Option<Self> {
-        let bit = in_loop.states.binary_search(&start).ok()?;
-        if in_loop.states.len() > 64 {
-            return None;
-        }
-        let mut dfa = SetDfa { fsm, in_loop, sets: Vec::new(), ids: FastMap::default(), next: Vec::new() };
-        dfa.intern(1 << bit);
-        Some(dfa)
+    /// The automaton whose set 0 is `{start}` (`start` is a state of the loop), numbering at
+    /// most `max_sets` sets.
+    fn new(fsm: &'a GrammarFsm, start: StateId, in_loop: &'a Loop<'a>, max_sets: usize) -> Self {
+        let words = in_loop.states.len().div_ceil(64);
+        let mut dfa = SetDfa {
+            fsm,
+            in_loop,
+            words,
+            max_sets,
+            sets: Vec::new(),
+            ids: FastMap::default(),
+            next: Vec::new(),
+            scratch: vec![0; words],
+        };
+        let bit = in_loop.states.binary_search(&start).expect("a loop holds its start");
+        dfa.scratch[bit / 64] |= 1 << (bit % 64);
+        dfa.intern_scratch();
+        dfa
     }
 
-    fn intern(&mut self, set: u64) -> u32 {
-        if let Some(&id) = self.ids.get(&set) {
+    /// The id of the set in `scratch`, numbered now if it is new.
+    fn intern_scratch(&mut self) -> u32 {
+        if let Some(&id) = self.ids.get(&self.scratch[..]) {
             return id;
         }
-        let id = self.sets.len() as u32;
-        self.sets.push(set);
-        self.ids.insert(set, id);
+        if self.next.len() == self.max_sets {
+            return Self::TOO_MANY;
+        }
+        let id = self.next.len() as u32;
+        self.sets.extend_from_slice(&self.scratch);
+        self.ids.insert(self.scratch.clone().into_boxed_slice(), id);
         self.next.push([Self::UNKNOWN; 256]);
         id
     }
@@ -212,38 +240,44 @@ impl<'a> SetDfa<'a> {
         if next != Self::UNKNOWN {
             return next;
         }
-        let next = self.compute(self.sets[set as usize], b);
+        let next = self.compute(set as usize, b);
         self.next[set as usize][b as usize] = next;
         next
     }
 
-    fn compute(&mut self, set: u64, b: u8) -> u32 {
+    fn compute(&mut self, set: usize, b: u8) -> u32 {
         let states = &self.in_loop.states;
-        let mut next = 0u64;
-        let mut bits = set;
-        while bits != 0 {
-            let s = states[bits.trailing_zeros() as usize];
-            bits &= bits - 1;
-            if self.in_loop.leaves_on(s, b) {
-                return Self::LEAVES;
-            }
-            for e in self.fsm.byte_edges(s) {
-                if e.lo > b {
-                    break;
+        self.scratch.iter_mut().for_each(|w| *w = 0);
+        let mut any = false;
+        for w in 0..self.words {
+            let mut bits = self.sets[set * self.words + w];
+            while bits != 0 {
+                let s = states[w * 64 + bits.trailing_zeros() as usize];
+                bits &= bits - 1;
+                if self.in_loop.leaves_on(s, b) {
+                    return Self::LEAVES;
                 }
-                if b > e.hi {
-                    continue;
-                }
-                match states.binary_search(&e.target) {
-                    Ok(k) => next |= 1 << k,
-                    Err(_) => return Self::LEAVES,
+                for e in self.fsm.byte_edges(s) {
+                    if e.lo > b {
+                        break;
+                    }
+                    if b > e.hi {
+                        continue;
+                    }
+                    match states.binary_search(&e.target) {
+                        Ok(k) => {
+                            self.scratch[k / 64] |= 1 << (k % 64);
+                            any = true;
+                        }
+                        Err(_) => return Self::LEAVES,
+                    }
                 }
             }
         }
-        if next == 0 {
-            Self::DIES
+        if any {
+            self.intern_scratch()
         } else {
-            self.intern(next)
+            Self::DIES
         }
     }
 }
@@ -256,6 +290,8 @@ enum Next {
     Leaves,
     /// No item reads the byte.
     Dies,
+    /// The walk gives up (its set automaton grew too large): walk again set by set.
+    GiveUp,
 }
 
 /// The item sets of a walk inside a loop, one per byte of the last walked token: states of a
@@ -547,5 +583,49 @@ impl LoopSlice {
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
         (self.inside.len() + self.leaving.len()) * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsm::{build_grammar_fsm, FsmLimits};
+    use crate::tokenizer::VocabularyBuilder;
+
+    /// The set automaton's slice equals the set-by-set walk's, and a walk whose automaton
+    /// reaches its cap gives up (the caller then walks set by set), on a loop whose edges
+    /// overlap (subset construction given up).
+    #[test]
+    fn set_automaton_equals_set_by_set_walk_and_gives_up_at_its_cap() {
+        let g = crate::parse_ebnf(r#"root ::= "<" ([a-c] | "ab" | "b" [a-c]*)* ">""#, "root").unwrap();
+        let limits = FsmLimits { max_dfa_states: 1, ..FsmLimits::default() };
+        let fsm = build_grammar_fsm(&g, &limits).unwrap();
+        let vocab = VocabularyBuilder::new()
+            .tokens(["<", "a", "ab", "abc", "b", "ba", "bab>", "c>", ">", "a<", "ca", "bcb"])
+            .build()
+            .unwrap();
+        let loops = Loops::new(&fsm);
+        let (mut compared, mut gave_up) = (0, 0);
+        for state in fsm.states() {
+            let Some(in_loop) = loops.loop_of(state, &fsm) else { continue };
+            let by_sets =
+                LoopSlice::walk(&vocab, SetsWalk { fsm: &fsm, in_loop: &in_loop, sets: StateSets::new(state) })
+                    .unwrap();
+            let dfa = SetDfa::new(&fsm, state, &in_loop, SetDfa::MAX_SETS);
+            let by_dfa = LoopSlice::walk(&vocab, SetPath { dfa, path: vec![0] }).unwrap();
+            assert_eq!(
+                (&by_dfa.inside, by_dfa.inside_len, &by_dfa.leaving),
+                (&by_sets.inside, by_sets.inside_len, &by_sets.leaving)
+            );
+            // Capped at one set, the walk gives up as soon as it needs a second one.
+            let capped = SetDfa::new(&fsm, state, &in_loop, 1);
+            match LoopSlice::walk(&vocab, SetPath { dfa: capped, path: vec![0] }) {
+                Some(slice) => assert_eq!(slice.leaving, by_sets.leaving),
+                None => gave_up += 1,
+            }
+            compared += 1;
+        }
+        assert!(gave_up > 0, "no capped walk gave up");
+        assert!(compared > 0, "no loop state");
     }
 }
