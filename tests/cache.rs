@@ -291,8 +291,9 @@ proptest! {
 }
 
 /// The same with Llama 3 and Llama 2 on grammars where a state enters a nullable rule (a key
-/// position before `strtail`), final states with whitespace loops, and MaskBench schemas under
-/// the spec-compliant options (keys of additional properties) and the defaults.
+/// position before `strtail`), final states with whitespace loops, a pattern with length bounds
+/// (rules per character), and MaskBench schemas under the spec-compliant options (keys of
+/// additional properties) and the defaults.
 #[test]
 fn byte_paths_equal_walks_with_real_vocabularies() {
     use crate::support::fixtures::maskbench_files;
@@ -312,6 +313,12 @@ fn byte_paths_equal_walks_with_real_vocabularies() {
     }
     let v = vocab("llama3").clone();
     let compiler = GrammarCompiler::new(v, CompilerConfig::default());
+    // A pattern with length bounds: a right-recursive chain of nullable rules, one per character
+    // (the walk follows their completions without nesting frames), and a shared escape rule.
+    let product = serde_json::json!({"type": "object", "properties": {"id": {
+        "type": "string", "pattern": "[a-z0-9_.-]+", "minLength": 2, "maxLength": 24}}, "required": ["id"]});
+    let grammar = compiler.compile_json_schema(&product, &JsonSchemaOptions::spec_compliant()).unwrap();
+    compared += byte_paths_equal_walks(&grammar).unwrap();
     for (i, (_, file)) in maskbench_files().iter().step_by(450).enumerate() {
         let options = if i % 2 == 0 { JsonSchemaOptions::spec_compliant() } else { JsonSchemaOptions::default() };
         if let Ok(grammar) = compiler.compile_json_schema(&file["schema"], &options) {

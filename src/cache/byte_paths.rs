@@ -3,32 +3,32 @@
 //! (design notes, open problem 1, cause (a)).
 //!
 //! The isolated parser of an entry holds the item of its state. Reading a byte moves every item
-//! along its byte edges, and an item on a state with a rule edge predicts the referenced rule's
-//! start item (and so on, transitively). So a token whose bytes can all be read along one path
-//! of byte edges and predictions, never completing a rule, is read entirely by the parser: it is
-//! *accepted*. An automaton walk finds those tokens: it runs the sets of states such paths reach
-//! (a predicted rule's start joins the set of the state predicting it) over the byte-sorted
-//! vocabulary, sharing prefixes like the parser walk. Paths that complete a rule (a string key
-//! that ends, then `"` and `:`) are not followed: the tokens that need one are walked by the
-//! parser with the rest (see `build::walk_listed`), as are tokens that die in the automaton walk
-//! (the parser decides whether they are rejected or uncertain). The accepted set is therefore
-//! exactly the full walk's, and the rest of the entry is the parser's own verdicts.
+//! along its byte edges; an item on a state with a rule edge predicts the referenced rule's
+//! start item, steps over the rule at once when it is nullable, and a rule that completes
+//! advances the items that predicted it (and so on, transitively). An automaton walk runs the
+//! same items over the byte-sorted vocabulary, sharing prefixes like the parser walk: a set is
+//! a set of *items*, each a state and a *frame*, the return point of its rule (the state after
+//! the rule edge that predicted it and that state's own frame, as an Earley item's origin
+//! points at the set that predicted it). A prediction whose return state only ends its rule
+//! keeps the caller's frame, so a right-recursive chain of rules (a string length counted
+//! rule by rule) does not nest. The entry's own item has the root frame: a completion there
+//! leaves the entry's rule, which the walk does not follow. So a token read entirely along
+//! the walk is read entirely by the parser without leaving the rule: it is *accepted*, exactly
+//! as in the full walk. The other tokens are walked by the parser (see `build::walk_listed`)
+//! where it could read further than the walk, and its verdicts are the entry's.
 //!
-//! A token that dies in the automaton walk goes to the parser only when the parser could read
-//! further than the walk: where some set of its path holds a final state (a rule may complete,
-//! and what follows it may read on) or predicts a nullable rule (the parser steps over it). Each
-//! set has the bytes such items may read next, its *escape* bytes (the follow set of a
-//! completing rule, the bytes after a nullable rule; every byte where the entry's own rule, or a
-//! rule whose end may end its caller, may complete, since the parser may then exit, or where a
-//! rule the walk does not follow is predicted). A token
-//! none of whose bytes on its path is an escape byte of the set reading it dies in the parser
-//! exactly where it dies in the walk, with no exit before: it is rejected without the parser (a
-//! key position's tokens holding a control byte, say).
+//! A set holds every item the parser holds, except where it *escapes*: an item at the root
+//! frame on a final state (the rule may end and the parser exit into what follows), a
+//! prediction of a rule the walk does not follow, or items left out (frames nested deeper than
+//! [`MAX_FRAME_DEPTH`], a closure past [`MAX_SET`] items). A token that dies in the walk with
+//! no escaping set on its path dies in the parser at the same byte, with no exit before: it is
+//! rejected without the parser (a key position's tokens holding a control byte, say). Where
+//! the walk gives up (a set past [`MAX_SET`] items, more than [`MAX_SETS`] sets), the parser
+//! decides every token from there.
 //!
 //! Only plain rules are followed: a counted repetition changes its item's count as it loops
 //! (the entry's own counted rule is unbounded for the isolated parser, so its loop is followed),
-//! and a `TagDispatch` rule has its own fast path. A state set larger than [`MAX_SET`] is treated as
-//! a dead end (its tokens go to the parser), which keeps the walk linear in the vocabulary.
+//! and a `TagDispatch` rule has its own fast path.
 
 use std::sync::Arc;
 
@@ -98,9 +98,11 @@ impl PathSplit {
             path.truncate(shared.min(path.len() - 1) + 1);
             escaped.truncate(path.len());
             let mut k = path.len() - 1;
+            let mut gave_up = false;
             while k < bytes.len() {
                 let next = dfa.step(path[k], bytes[k]);
-                if next == DEAD {
+                if next == DEAD || next == GIVE_UP {
+                    gave_up = next == GIVE_UP;
                     break;
                 }
                 escaped.push(escaped[k] || dfa.escape(path[k]).contains(bytes[k]));
@@ -127,8 +129,11 @@ impl PathSplit {
             // parser reads on only where an item the walk does not follow may read (see the
             // module docs); at the first byte, the parser said which.
             let end = trie.subtree_end(trie.node(lcp, i, k + 1));
-            let parser_reads_on =
-                if k == 0 { first[bytes[0] as usize] } else { escaped[k] || dfa.escape(path[k]).contains(bytes[k]) };
+            let parser_reads_on = if k == 0 {
+                first[bytes[0] as usize]
+            } else {
+                gave_up || escaped[k] || dfa.escape(path[k]).contains(bytes[k])
+            };
             if parser_reads_on {
                 split.rest.extend(i as u32..end as u32);
             }
@@ -147,80 +152,34 @@ impl PathSplit {
     }
 }
 
-/// What the walks of one grammar share: its byte regions and which rules' ends may end their
-/// callers, found once per grammar.
+/// What the walks of one grammar share: its byte regions, found once per grammar.
 #[derive(Debug)]
 pub(super) struct PathFacts {
     regions: Regions,
-    /// Per rule, the rules its completion may complete without a byte: callers whose call
-    /// returns to a final state, or before a nullable rule.
-    ended_callers: Vec<Vec<FsmRuleId>>,
 }
 
 impl PathFacts {
     pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
-        let mut ended_callers = vec![Vec::new(); fsm.rules().len()];
-        for s in fsm.states() {
-            for e in fsm.rule_edges(s) {
-                let after = e.target;
-                let caller = fsm.rule_of(s);
-                if fsm.is_final(after)
-                    || fsm.rule_edges(after).iter().any(|n| fsm.rule(n.rule).nullable)
-                    || !matches!(fsm.rule(caller).kind, RuleKind::Plain)
-                {
-                    let callers: &mut Vec<FsmRuleId> = &mut ended_callers[e.rule.index()];
-                    if !callers.contains(&caller) {
-                        callers.push(caller);
-                    }
-                }
-            }
-        }
-        PathFacts { regions: Regions::new(fsm, vocab), ended_callers }
-    }
-
-    /// Whether completing `rule` may complete `own` (itself, or through callers that end with
-    /// it), memoized in `memo`.
-    fn may_end(&self, rule: FsmRuleId, own: FsmRuleId, memo: &mut FastMap<FsmRuleId, bool>) -> bool {
-        if let Some(&known) = memo.get(&rule) {
-            return known;
-        }
-        // Depth first over the callers a completion may end (a cycle ends nothing new).
-        let mut seen = vec![rule];
-        let mut stack = vec![rule];
-        let mut ends = false;
-        while let Some(r) = stack.pop() {
-            if r == own {
-                ends = true;
-                break;
-            }
-            for &c in &self.ended_callers[r.index()] {
-                if !seen.contains(&c) {
-                    seen.push(c);
-                    stack.push(c);
-                }
-            }
-        }
-        memo.insert(rule, ends);
-        ends
+        PathFacts { regions: Regions::new(fsm, vocab) }
     }
 }
 
-/// Everything a walk along byte paths reads besides the automata: the grammar's [`PathFacts`],
-/// the bytes that may follow each rule, and the tables of byte regions (from the pool, or
-/// built).
+/// Everything a walk along byte paths reads besides the automata: the grammar's [`PathFacts`]
+/// and the tables of byte regions (from the pool, or built).
 pub(super) struct PathSource<'a> {
     /// The grammar's facts.
     pub(super) facts: &'a PathFacts,
-    /// Per rule, the bytes that may follow it ([`crate::fsm::lookahead::follow_sets`]).
-    pub(super) follow: &'a [ByteSet],
     /// The table of a region.
     pub(super) table: &'a dyn Fn(&Region) -> Arc<RegionTable>,
 }
 
 /// The transition of a set not computed yet.
 const UNKNOWN: u32 = u32::MAX;
-/// No state reads the byte, or the next set would be too large, or there are too many sets.
+/// No state reads the byte.
 const DEAD: u32 = u32::MAX - 1;
+/// The next set would be too large, or there are too many sets: the walk stops and the parser
+/// decides every token from there.
+const GIVE_UP: u32 = u32::MAX - 2;
 /// Sets beyond this many end the walk (a `[u32; 256]` row each).
 const MAX_SETS: usize = 4096;
 
@@ -234,26 +193,26 @@ struct LazyDfa<'a> {
     own: FsmRuleId,
     /// The tables of the regions met so far, by region.
     tables: FastMap<usize, Arc<RegionTable>>,
-    sets: Vec<Box<[StateId]>>,
+    sets: Vec<Box<[Item]>>,
     /// Per set, its states in a tabled region: (the region's table, their bits), if any.
     in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
     /// Per set, its escape bytes (see the module docs).
     escape: Vec<ByteSet>,
-    /// Per rule met in a set, whether its completion may complete the entry's own rule.
-    ends_own: FastMap<FsmRuleId, bool>,
     /// [`LazyDfa::predicted_first`], computed on first use.
     predicted_first: Option<ByteSet>,
-    ids: FastMap<Box<[StateId]>, u32>,
+    ids: FastMap<Box<[Item]>, u32>,
     next: Vec<[u32; 256]>,
     /// Scratch for the next set.
-    targets: Vec<StateId>,
+    targets: Vec<Item>,
 }
 
 impl<'a> LazyDfa<'a> {
     /// A DFA whose set 0 is the closure of `state`.
     fn new(fsm: &'a GrammarFsm, state: StateId, source: &'a PathSource<'a>) -> Self {
         let mut closures = Closures::new(fsm, state);
-        let mut start = closures.of(state).to_vec();
+        let first = closures.of((state, ROOT));
+        let cut = first.cut;
+        let mut start = first.items.to_vec();
         start.sort_unstable();
         let mut dfa = LazyDfa {
             closures,
@@ -264,13 +223,12 @@ impl<'a> LazyDfa<'a> {
             sets: Vec::new(),
             in_region: Vec::new(),
             escape: Vec::new(),
-            ends_own: FastMap::default(),
             predicted_first: None,
             ids: FastMap::default(),
             next: Vec::new(),
             targets: Vec::new(),
         };
-        dfa.intern(start);
+        dfa.intern(start, cut);
         dfa
     }
 
@@ -293,22 +251,26 @@ impl<'a> LazyDfa<'a> {
             return None;
         }
         let next = self.step(0, b);
-        if next == DEAD {
+        if next == DEAD || next == GIVE_UP {
             return None;
         }
         // Only the entry's own item (origin 0, the same in every entry of the rule) may read
         // `b`: every other item of the first set was predicted there, by this entry's state.
         let fsm = self.closures.fsm;
         let item = fsm.byte_edges(self.entry).iter().find(|e| e.lo <= b && b <= e.hi)?.target;
-        let mut own_targets = self.closures.of(item).to_vec();
+        let mut own_targets = self.closures.of((item, ROOT)).items.to_vec();
         own_targets.sort_unstable();
-        (own_targets[..] == self.sets[next as usize][..]).then(|| PathMemoKey {
-            own: self.own,
-            context: context.into(),
-            item,
-            set: own_targets.into_boxed_slice(),
-            byte: b,
-        })
+        if own_targets[..] != self.sets[next as usize][..] {
+            return None;
+        }
+        // Frames are numbered per walk: the key writes each item's return states out.
+        let mut set = Vec::new();
+        for &(s, f) in &own_targets {
+            set.push(s);
+            set.extend(self.closures.chain(f));
+            set.push(StateId::new(u32::MAX as usize));
+        }
+        Some(PathMemoKey { own: self.own, context: context.into(), item, set: set.into_boxed_slice(), byte: b })
     }
 
     /// The bytes the items the entry's state predicts (transitively) may read first: one of them
@@ -346,55 +308,38 @@ impl<'a> LazyDfa<'a> {
         &self.escape[set as usize]
     }
 
-    /// The escape bytes of the set `states`.
-    fn escape_of(&mut self, states: &[StateId]) -> ByteSet {
+    /// The escape bytes of the set `items`: every byte when an item may leave the entry's rule
+    /// (a final state, or a counted repetition's start, at the entry's own frame), predicts a
+    /// rule the walk does not follow, or had a prediction left out (`cut`); none otherwise (the
+    /// set holds every item the parser holds).
+    fn escape_of(&self, items: &[Item], cut: bool) -> ByteSet {
         let fsm = self.closures.fsm;
-        let facts = self.source.facts;
-        let mut escape = ByteSet::EMPTY;
-        for &s in states {
+        let leaves = |&(s, f): &Item| {
             let rule = fsm.rule_of(s);
             // A counted repetition may also end at its start (once its count allows).
             let counted_start = !matches!(fsm.rule(rule).kind, RuleKind::Plain) && s == fsm.rule(rule).start;
-            if fsm.is_final(s) || counted_start {
-                // The completion may reach the entry's own rule: the parser may exit there.
-                if !matches!(fsm.rule(rule).kind, RuleKind::Plain) || facts.may_end(rule, self.own, &mut self.ends_own)
-                {
-                    return ByteSet::FULL;
-                }
-                // Whatever the completion returns to reads what may follow the rule (the
-                // follow set of a rule holds its callers' when it may end them).
-                escape.union_with(&self.source.follow[rule.index()]);
-            }
-            if fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()]) {
-                // The parser predicts a rule the walk does not follow.
-                return ByteSet::FULL;
-            }
-            for e in fsm.rule_edges(s).iter().filter(|e| fsm.rule(e.rule).nullable) {
-                // The parser steps over the nullable rule to `e.target` at once.
-                let t = e.target;
-                if fsm.is_final(t) || !fsm.rule_edges(t).is_empty() {
-                    return ByteSet::FULL;
-                }
-                for b in fsm.byte_edges(t) {
-                    escape.insert_range(b.lo, b.hi);
-                }
-            }
+            f == ROOT && (fsm.is_final(s) || counted_start)
+        };
+        let unfollowed = |&(s, _): &Item| fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()]);
+        if cut || items.iter().any(|it| leaves(it) || unfollowed(it)) {
+            ByteSet::FULL
+        } else {
+            ByteSet::EMPTY
         }
-        escape
     }
 
-    fn intern(&mut self, set: Vec<StateId>) -> u32 {
+    fn intern(&mut self, set: Vec<Item>, cut: bool) -> u32 {
         if let Some(&id) = self.ids.get(&set[..]) {
             return id;
         }
         if self.sets.len() == MAX_SETS {
-            return DEAD;
+            return GIVE_UP;
         }
         let id = self.sets.len() as u32;
         // The states of one region (the first one met: a set rarely holds two).
         let regions = &self.source.facts.regions;
         let mut in_region: Option<(usize, u32)> = None;
-        for &s in &set {
+        for &(s, _) in &set {
             match (regions.of(s), &mut in_region) {
                 (Some((r, bit)), Some((r0, bits))) if r == *r0 => *bits |= bit,
                 (Some((r, bit)), None) => in_region = Some((r, bit)),
@@ -407,7 +352,7 @@ impl<'a> LazyDfa<'a> {
             (Arc::clone(table), bits)
         });
         self.in_region.push(in_region);
-        let escape = self.escape_of(&set);
+        let escape = self.escape_of(&set, cut);
         self.escape.push(escape);
         let set = set.into_boxed_slice();
         self.ids.insert(set.clone(), id);
@@ -423,7 +368,7 @@ impl<'a> LazyDfa<'a> {
         id
     }
 
-    /// The set after reading `b` from set `set`, or [`DEAD`].
+    /// The set after reading `b` from set `set`, or [`DEAD`] or [`GIVE_UP`].
     #[inline]
     fn step(&mut self, set: u32, b: u8) -> u32 {
         let next = self.next[set as usize][b as usize];
@@ -439,26 +384,57 @@ impl<'a> LazyDfa<'a> {
         let fsm = self.closures.fsm;
         let mut targets = std::mem::take(&mut self.targets);
         targets.clear();
-        for &s in self.sets[set as usize].iter() {
+        let mut cut = false;
+        for &(s, f) in self.sets[set as usize].iter() {
             for e in fsm.byte_edges(s) {
                 if e.lo > b {
                     break;
                 }
                 if b <= e.hi {
-                    targets.extend_from_slice(self.closures.of(e.target));
+                    let closure = self.closures.of((e.target, f));
+                    cut |= closure.cut;
+                    targets.extend_from_slice(&closure.items);
                 }
             }
         }
         targets.sort_unstable();
         targets.dedup();
-        let next = if targets.is_empty() || targets.len() > MAX_SET { DEAD } else { self.intern(targets.clone()) };
+        let next = if targets.is_empty() {
+            DEAD
+        } else if targets.len() > MAX_SET {
+            GIVE_UP
+        } else {
+            self.intern(targets.clone(), cut)
+        };
         self.targets = targets;
         next
     }
 }
 
-/// Per state, the state and the start states of the rules it predicts, transitively (plain
-/// rules only), computed on first use.
+/// A return frame of the walk: where the completion of a predicted rule continues, as in an
+/// Earley item's origin. Frame [`ROOT`] is the entry's own item: a completion there leaves the
+/// entry's rule, which the walk does not follow (the parser decides).
+type FrameId = u32;
+const ROOT: FrameId = 0;
+/// Frames nested deeper than this are not made: the prediction is left to the parser.
+const MAX_FRAME_DEPTH: u8 = 6;
+
+/// An item of a set: a state and the frame its rule returns to.
+type Item = (StateId, FrameId);
+
+/// The closure of one item: the items the parser holds with it after the same bytes.
+struct Closure {
+    items: Box<[Item]>,
+    /// Whether items were left out (a frame too deep, a closure past [`MAX_SET`] items): the
+    /// set escapes on every byte.
+    cut: bool,
+}
+
+/// Per item, the item, the start items of the rules it predicts (plain rules only), the items
+/// after a nullable rule it steps over, and the items a completion returns to, transitively:
+/// the Earley closure with origins written as frames, computed on first use. A prediction whose
+/// return state only ends its rule (final, nothing to read) keeps the caller's frame, so a
+/// right-recursive chain of rules (a string's length counted rule by rule) does not nest.
 ///
 /// When the entry's own rule is a counted repetition, the isolated parser treats it as
 /// unbounded (see [`crate::earley::Parser::isolated`]): a state final for the body (other than
@@ -468,14 +444,24 @@ struct Closures<'a> {
     followed: Vec<bool>,
     /// The entry's own rule, if it is counted.
     own_counted: Option<crate::fsm::FsmRuleId>,
-    memo: FastMap<StateId, Box<[StateId]>>,
+    /// Per frame: its return state, its parent frame and its depth (frame 0 is [`ROOT`]).
+    frames: Vec<(StateId, FrameId, u8)>,
+    frame_ids: FastMap<(StateId, FrameId), FrameId>,
+    memo: FastMap<Item, Closure>,
 }
 
 impl<'a> Closures<'a> {
     fn new(fsm: &'a GrammarFsm, state: StateId) -> Self {
         let own = fsm.rule_of(state);
         let own_counted = matches!(fsm.rule(own).kind, RuleKind::Counted { .. }).then_some(own);
-        Closures { fsm, followed: followed_rules(fsm), own_counted, memo: FastMap::default() }
+        Closures {
+            fsm,
+            followed: followed_rules(fsm),
+            own_counted,
+            frames: vec![(state, ROOT, 0)],
+            frame_ids: FastMap::default(),
+            memo: FastMap::default(),
+        }
     }
 
     /// Whether `s` is a state of the entry's own counted rule where a new iteration begins.
@@ -484,27 +470,86 @@ impl<'a> Closures<'a> {
             .is_some_and(|r| self.fsm.rule_of(s) == r && s != self.fsm.rule(r).start && self.fsm.is_final(s))
     }
 
-    fn of(&mut self, s: StateId) -> &[StateId] {
-        let (fsm, followed) = (self.fsm, &self.followed);
-        let loops_back = self.loops_back(s);
-        let own_start = self.own_counted.map(|r| fsm.rule(r).start);
-        self.memo.entry(s).or_insert_with(|| {
-            let mut out = vec![s];
-            if loops_back {
-                out.extend(own_start);
-            }
-            let mut i = 0;
-            while i < out.len() {
-                for e in fsm.rule_edges(out[i]) {
-                    let start = fsm.rule(e.rule).start;
-                    if followed[e.rule.index()] && !out.contains(&start) {
-                        out.push(start);
-                    }
-                }
-                i += 1;
-            }
-            out.into_boxed_slice()
+    /// The frame returning to `t` under `parent`, or `None` past [`MAX_FRAME_DEPTH`].
+    fn frame(&mut self, t: StateId, parent: FrameId) -> Option<FrameId> {
+        let fsm = self.fsm;
+        if fsm.is_final(t) && fsm.byte_edges(t).is_empty() && fsm.rule_edges(t).is_empty() {
+            // Returning to `t` only ends its rule: the completion goes on to the parent.
+            return Some(parent);
+        }
+        if let Some(&f) = self.frame_ids.get(&(t, parent)) {
+            return Some(f);
+        }
+        let depth = self.frames[parent as usize].2 + 1;
+        if depth > MAX_FRAME_DEPTH {
+            return None;
+        }
+        let f = self.frames.len() as FrameId;
+        self.frames.push((t, parent, depth));
+        self.frame_ids.insert((t, parent), f);
+        Some(f)
+    }
+
+    /// The frames of `f` from the innermost, as return states (for keys that outlive this walk).
+    fn chain(&self, mut f: FrameId) -> impl Iterator<Item = StateId> + '_ {
+        std::iter::from_fn(move || {
+            (f != ROOT).then(|| {
+                let (t, parent, _) = self.frames[f as usize];
+                f = parent;
+                t
+            })
         })
+    }
+
+    fn of(&mut self, item: Item) -> &Closure {
+        if !self.memo.contains_key(&item) {
+            let closure = self.compute(item);
+            self.memo.insert(item, closure);
+        }
+        &self.memo[&item]
+    }
+
+    fn compute(&mut self, item: Item) -> Closure {
+        let fsm = self.fsm;
+        let mut out = vec![item];
+        let mut cut = false;
+        if item.1 == ROOT && self.loops_back(item.0) {
+            out.extend(self.own_counted.map(|r| (fsm.rule(r).start, ROOT)));
+        }
+        let mut i = 0;
+        while i < out.len() {
+            if out.len() > MAX_SET {
+                // Recursion through several rules: left to the parser from here.
+                cut = true;
+                break;
+            }
+            let (q, g) = out[i];
+            i += 1;
+            let add = |out: &mut Vec<Item>, it: Item| {
+                if !out.contains(&it) {
+                    out.push(it);
+                }
+            };
+            for e in fsm.rule_edges(q) {
+                if !self.followed[e.rule.index()] {
+                    continue;
+                }
+                match self.frame(e.target, g) {
+                    Some(h) => add(&mut out, (fsm.rule(e.rule).start, h)),
+                    None => cut = true,
+                }
+                if fsm.rule(e.rule).nullable {
+                    // The parser steps over the nullable rule at once.
+                    add(&mut out, (e.target, g));
+                }
+            }
+            if g != ROOT && fsm.is_final(q) {
+                // The rule completes: back to where it was predicted.
+                let (t, parent, _) = self.frames[g as usize];
+                add(&mut out, (t, parent));
+            }
+        }
+        Closure { items: out.into_boxed_slice(), cut }
     }
 }
 

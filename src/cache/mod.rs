@@ -401,7 +401,7 @@ impl MaskCache {
             if self.uses_byte_paths(fsm, vocab, state) {
                 let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab));
                 let table = |r: &region::Region| self.region_table(vocab, r);
-                let source = byte_paths::PathSource { facts, follow: &self.follow, table: &table };
+                let source = byte_paths::PathSource { facts, table: &table };
                 return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
             }
             return build_base(fsm, context, vocab, state);
@@ -620,14 +620,13 @@ pub fn build_base_by_paths(
 #[derive(Debug)]
 pub struct PathWalks {
     facts: byte_paths::PathFacts,
-    follow: Vec<ByteSet>,
     memo: byte_paths::PathMemo,
 }
 
 impl PathWalks {
     /// The walks of `fsm`'s entries over `vocab`.
     pub fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
-        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab), follow: follow_sets(fsm), memo: Default::default() }
+        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab), memo: Default::default() }
     }
 
     /// The base entry of `state` in `context` (as [`build_base_by_paths`]), sharing first-byte
@@ -643,7 +642,7 @@ impl PathWalks {
             return None;
         }
         let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
-        let source = byte_paths::PathSource { facts: &self.facts, follow: &self.follow, table: &table };
+        let source = byte_paths::PathSource { facts: &self.facts, table: &table };
         Some(byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.memo)))
     }
 }
