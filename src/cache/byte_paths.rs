@@ -87,7 +87,7 @@ impl PathSplit {
         let trie = vocab.trie();
         let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
         // `path[k]`: the set after the first `k` bytes of the last walked token;
-        // `escaped[k]`: whether one of those bytes is an escape byte of the set reading it.
+        // `escaped[k]`: whether a set that read one of those bytes escapes.
         let mut path = vec![0u32];
         let mut escaped = vec![false];
         let mut i = range.start;
@@ -105,7 +105,7 @@ impl PathSplit {
                     gave_up = next == GIVE_UP;
                     break;
                 }
-                escaped.push(escaped[k] || dfa.escape(path[k]).contains(bytes[k]));
+                escaped.push(escaped[k] || dfa.escapes(path[k]));
                 path.push(next);
                 k += 1;
                 // The node of this prefix starts at `i` (shorter shared ones were tried
@@ -129,11 +129,8 @@ impl PathSplit {
             // parser reads on only where an item the walk does not follow may read (see the
             // module docs); at the first byte, the parser said which.
             let end = trie.subtree_end(trie.node(lcp, i, k + 1));
-            let parser_reads_on = if k == 0 {
-                first[bytes[0] as usize]
-            } else {
-                gave_up || escaped[k] || dfa.escape(path[k]).contains(bytes[k])
-            };
+            let parser_reads_on =
+                if k == 0 { first[bytes[0] as usize] } else { gave_up || escaped[k] || dfa.escapes(path[k]) };
             if parser_reads_on {
                 split.rest.extend(i as u32..end as u32);
             }
@@ -196,8 +193,8 @@ struct LazyDfa<'a> {
     sets: Vec<Box<[Item]>>,
     /// Per set, its states in a tabled region: (the region's table, their bits), if any.
     in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
-    /// Per set, its escape bytes (see the module docs).
-    escape: Vec<ByteSet>,
+    /// Per set, whether it escapes (see the module docs).
+    escapes: Vec<bool>,
     /// [`LazyDfa::predicted_first`], computed on first use.
     predicted_first: Option<ByteSet>,
     ids: FastMap<Box<[Item]>, u32>,
@@ -222,7 +219,7 @@ impl<'a> LazyDfa<'a> {
             tables: FastMap::default(),
             sets: Vec::new(),
             in_region: Vec::new(),
-            escape: Vec::new(),
+            escapes: Vec::new(),
             predicted_first: None,
             ids: FastMap::default(),
             next: Vec::new(),
@@ -247,7 +244,7 @@ impl<'a> LazyDfa<'a> {
     /// walk loops differently), a completion before `b` may read it, or an item of a rule
     /// predicted before `b` reads it.
     fn memo_key(&mut self, context: &[StateId], b: u8) -> Option<PathMemoKey> {
-        if self.closures.own_counted.is_some() || self.escape(0).contains(b) || self.predicted_first().contains(b) {
+        if self.closures.own_counted.is_some() || self.escapes(0) || self.predicted_first().contains(b) {
             return None;
         }
         let next = self.step(0, b);
@@ -302,17 +299,17 @@ impl<'a> LazyDfa<'a> {
         bytes
     }
 
-    /// The escape bytes of set `set` (see the module docs).
+    /// Whether set `set` escapes (see the module docs).
     #[inline]
-    fn escape(&self, set: u32) -> &ByteSet {
-        &self.escape[set as usize]
+    fn escapes(&self, set: u32) -> bool {
+        self.escapes[set as usize]
     }
 
-    /// The escape bytes of the set `items`: every byte when an item may leave the entry's rule
-    /// (a final state, or a counted repetition's start, at the entry's own frame), predicts a
-    /// rule the walk does not follow, or had a prediction left out (`cut`); none otherwise (the
-    /// set holds every item the parser holds).
-    fn escape_of(&self, items: &[Item], cut: bool) -> ByteSet {
+    /// Whether the set `items` escapes: an item may leave the entry's rule (a final state, or a
+    /// counted repetition's start, at the entry's own frame) or predicts a rule the walk does
+    /// not follow, or items were left out (`cut`). Otherwise the set holds every item the
+    /// parser holds, and a byte no item reads is refused by the parser too.
+    fn escapes_of(&self, items: &[Item], cut: bool) -> bool {
         let fsm = self.closures.fsm;
         let leaves = |&(s, f): &Item| {
             let rule = fsm.rule_of(s);
@@ -321,11 +318,7 @@ impl<'a> LazyDfa<'a> {
             f == ROOT && (fsm.is_final(s) || counted_start)
         };
         let unfollowed = |&(s, _): &Item| fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()]);
-        if cut || items.iter().any(|it| leaves(it) || unfollowed(it)) {
-            ByteSet::FULL
-        } else {
-            ByteSet::EMPTY
-        }
+        cut || items.iter().any(|it| leaves(it) || unfollowed(it))
     }
 
     fn intern(&mut self, set: Vec<Item>, cut: bool) -> u32 {
@@ -352,8 +345,8 @@ impl<'a> LazyDfa<'a> {
             (Arc::clone(table), bits)
         });
         self.in_region.push(in_region);
-        let escape = self.escape_of(&set, cut);
-        self.escape.push(escape);
+        let escapes = self.escapes_of(&set, cut);
+        self.escapes.push(escapes);
         let set = set.into_boxed_slice();
         self.ids.insert(set.clone(), id);
         self.sets.push(set);
