@@ -18,15 +18,19 @@
 //! next iteration), as [`crate::fsm::lookahead`] does; states of `TagDispatch` free text or
 //! token-level elements are not followed (the automaton then answers "maybe").
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::{FsmRuleId, GrammarFsm, RuleKind, StateId};
-use crate::util::hash::FastSet;
+use crate::util::hash::{FastMap, FastSet};
 use crate::util::sentinel::Sentinel;
 
 /// States a single reading may visit before it answers "maybe": bounds the time one token
 /// costs on a huge grammar (the answer stays exact, only less sharp).
 const MAX_VISITED: usize = 20_000;
+/// Sets the shared reading automaton ([`ReadingSets`]) numbers, and states it stores in all,
+/// before further steps are computed without being stored (the same answers, no reuse).
+const MAX_SETS: usize = 4096;
+const MAX_STORED_STATES: usize = 1 << 20;
 
 /// The stack-free automaton of what may follow each rule of a [`GrammarFsm`] (see the module
 /// documentation).
@@ -39,6 +43,10 @@ pub struct FollowAutomaton {
     /// so a rule called from hundreds of places (a character class shared by every step of a
     /// counted string) pays for its closure once, not once per token.
     ends: Vec<OnceLock<Option<Box<[StateId]>>>>,
+    /// The state sets readings meet and their steps, shared by every reading: the uncertain
+    /// tokens of an entry (and of the grammar's other entries) mostly read the same few rests
+    /// (`,`, `}`, `\n  "`) from the same sets, and each step is computed once.
+    sets: Mutex<ReadingSets>,
 }
 
 /// What a series of readings may still spend, in visited states: lets a caller bound the
@@ -74,7 +82,7 @@ impl FollowAutomaton {
             r.dedup();
         }
         let ends = (0..returns.len()).map(|_| OnceLock::new()).collect();
-        FollowAutomaton { returns, ends }
+        FollowAutomaton { returns, ends, sets: Mutex::new(ReadingSets::default()) }
     }
 
     /// Whether `rest` may be read right after rule `rule` ends, in some context: `false` only
@@ -85,6 +93,8 @@ impl FollowAutomaton {
 
     /// [`FollowAutomaton::may_follow`], charging the states it visits to `budget` (each
     /// reading is also bounded on its own); once the budget is spent the answer is "maybe".
+    /// A step costs the states its closure holds whether or not an earlier reading computed
+    /// it, so an answer does not depend on which readings came before.
     pub fn may_follow_within(&self, fsm: &GrammarFsm, rule: FsmRuleId, rest: &[u8], budget: &mut ReadBudget) -> bool {
         if rest.is_empty() || !Sentinel::is_text(rest) || budget.is_spent() {
             // Nothing to read, not text (how the parsers treat that is theirs to say), or no
@@ -94,27 +104,30 @@ impl FollowAutomaton {
         let Some(start) = self.end_closure(fsm, rule) else {
             return true;
         };
-        let mut reading =
-            Reading { fsm, follow: self, visited: 0, limit: MAX_VISITED.min(budget.left), gave_up: false };
-        let mut current: FastSet<StateId> = start.iter().copied().collect();
-        let mut work = Vec::new();
+        let limit = MAX_VISITED.min(budget.left);
+        let mut visited = 0;
+        // A panic while the lock was held (out of memory) leaves numbered sets whole.
+        let mut sets = self.sets.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut current = Target::Stored(sets.start_of(rule, start));
+        let mut gave_up = false;
         for &b in rest {
-            if reading.gave_up || current.is_empty() {
+            if sets.states_of(&current).is_empty() {
                 break;
             }
-            let mut next = FastSet::default();
-            for &s in &current {
-                for e in fsm.byte_edges(s) {
-                    if e.lo <= b && b <= e.hi {
-                        work.push(e.target);
-                    }
-                }
+            let (next, cost) = match &current {
+                Target::Stored(id) => sets.step(self, fsm, *id, b),
+                Target::Unstored(states) => Closure::after(self, fsm, states, b).into_target(),
+                Target::GaveUp => unreachable!("a reading stops where it gives up"),
+            };
+            visited += cost;
+            if matches!(next, Target::GaveUp) || visited > limit {
+                gave_up = true;
+                break;
             }
-            reading.close(&mut work, &mut next);
             current = next;
         }
-        budget.left -= reading.visited.min(budget.left);
-        reading.gave_up || !current.is_empty()
+        budget.left -= visited.min(budget.left);
+        gave_up || !sets.states_of(&current).is_empty()
     }
 
     /// Whether the closure of the states reached once `rule` has ended is small enough to
@@ -140,7 +153,138 @@ impl FollowAutomaton {
     }
 }
 
-/// One reading of [`FollowAutomaton::may_follow`]: the closure of state sets, with its budget.
+/// Where a reading's step leads.
+enum Target {
+    /// A set numbered in [`ReadingSets`].
+    Stored(u32),
+    /// A set computed after [`ReadingSets`] filled up (sorted).
+    Unstored(Vec<StateId>),
+    /// The closure met a state the automaton does not follow, or visited too many states.
+    GaveUp,
+}
+
+/// The state sets readings have met, numbered, with their steps: a subset automaton of the
+/// follow automaton built as readings need it.
+#[derive(Debug, Default)]
+struct ReadingSets {
+    /// Per set, its states (sorted; the empty set is dead).
+    states: Vec<Box<[StateId]>>,
+    ids: FastMap<Box<[StateId]>, u32>,
+    /// Per set and byte: [`ReadingSets::UNKNOWN`], the next set's number, or
+    /// [`ReadingSets::GAVE_UP`] with the states the closure visited in the low bits.
+    next: Vec<[u32; 256]>,
+    /// Per rule met so far, the number of its end closure.
+    start: FastMap<FsmRuleId, u32>,
+    /// States held by `states`.
+    stored: usize,
+}
+
+impl ReadingSets {
+    const UNKNOWN: u32 = u32::MAX;
+    const GAVE_UP: u32 = 1 << 31;
+
+    /// The number of the end closure of `rule` (`closure`).
+    fn start_of(&mut self, rule: FsmRuleId, closure: &[StateId]) -> u32 {
+        if let Some(&id) = self.start.get(&rule) {
+            return id;
+        }
+        // An end closure is at most `MAX_VISITED` states: stored even when the sets are full,
+        // so a reading always starts from a number.
+        let id = self.intern(closure.to_vec()).unwrap_or_else(|states| self.push(states));
+        self.start.insert(rule, id);
+        id
+    }
+
+    /// The states of `target` (none once it gave up).
+    fn states_of<'s>(&'s self, target: &'s Target) -> &'s [StateId] {
+        match target {
+            Target::Stored(id) => &self.states[*id as usize],
+            Target::Unstored(states) => states,
+            Target::GaveUp => &[],
+        }
+    }
+
+    /// The step of set `id` on `b`, and the states its closure visited.
+    fn step(&mut self, follow: &FollowAutomaton, fsm: &GrammarFsm, id: u32, b: u8) -> (Target, usize) {
+        let known = self.next[id as usize][b as usize];
+        if known == Self::UNKNOWN {
+            let closure = Closure::after(follow, fsm, &self.states[id as usize], b);
+            if closure.gave_up {
+                self.next[id as usize][b as usize] = Self::GAVE_UP | closure.visited as u32;
+                return (Target::GaveUp, closure.visited);
+            }
+            let visited = closure.visited;
+            return match self.intern(closure.states) {
+                Ok(next) => {
+                    self.next[id as usize][b as usize] = next;
+                    (Target::Stored(next), visited)
+                }
+                Err(states) => (Target::Unstored(states), visited),
+            };
+        }
+        if known & Self::GAVE_UP != 0 {
+            return (Target::GaveUp, (known & !Self::GAVE_UP) as usize);
+        }
+        (Target::Stored(known), self.states[known as usize].len())
+    }
+
+    /// The number of the set `states`, numbered now if it is new, or `Err(states)` when the
+    /// sets are full.
+    fn intern(&mut self, states: Vec<StateId>) -> Result<u32, Vec<StateId>> {
+        if let Some(&id) = self.ids.get(&states[..]) {
+            return Ok(id);
+        }
+        if self.states.len() >= MAX_SETS || self.stored + states.len() > MAX_STORED_STATES {
+            return Err(states);
+        }
+        Ok(self.push(states))
+    }
+
+    /// Numbers `states` (not yet numbered).
+    fn push(&mut self, states: Vec<StateId>) -> u32 {
+        let id = self.states.len() as u32;
+        let states = states.into_boxed_slice();
+        self.stored += states.len();
+        self.ids.insert(states.clone(), id);
+        self.states.push(states);
+        self.next.push([Self::UNKNOWN; 256]);
+        id
+    }
+}
+
+/// The states reached from a set by one byte, closed.
+struct Closure {
+    /// Sorted (empty when the closure gave up).
+    states: Vec<StateId>,
+    visited: usize,
+    gave_up: bool,
+}
+
+impl Closure {
+    fn after(follow: &FollowAutomaton, fsm: &GrammarFsm, from: &[StateId], b: u8) -> Closure {
+        let mut work = Vec::new();
+        for &s in from {
+            for e in fsm.byte_edges(s) {
+                if e.lo <= b && b <= e.hi {
+                    work.push(e.target);
+                }
+            }
+        }
+        let mut reading = Reading { fsm, follow, visited: 0, limit: MAX_VISITED, gave_up: false };
+        let mut set = FastSet::default();
+        reading.close(&mut work, &mut set);
+        let mut states: Vec<StateId> = if reading.gave_up { Vec::new() } else { set.into_iter().collect() };
+        states.sort_unstable();
+        Closure { states, visited: reading.visited, gave_up: reading.gave_up }
+    }
+
+    fn into_target(self) -> (Target, usize) {
+        let target = if self.gave_up { Target::GaveUp } else { Target::Unstored(self.states) };
+        (target, self.visited)
+    }
+}
+
+/// The closure of state sets under entering called rules and ending rules, with its budget.
 struct Reading<'a> {
     fsm: &'a GrammarFsm,
     follow: &'a FollowAutomaton,
