@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use maskforge::cache::BaseEntry;
 use maskforge::fsm::{FsmLimits, GrammarFsm, RuleKind, StateId};
-use maskforge::MaskCacheMode;
 use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
+use maskforge::{MaskCacheMode, MaskPool};
 use proptest::prelude::*;
 
 use crate::support::fixtures::{encode, vocab};
@@ -275,10 +275,23 @@ fn loop_slices_equal_walks_with_real_vocabularies() {
 
 /// The byte-path fast path against the vocabulary walk, for every state outside a dispatch: the
 /// entries of a grammar built one after another, so that later ones reuse the first-byte walks
-/// of earlier ones of the same rule (`maskforge::cache::PathWalks`).
-fn byte_paths_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
-    let walks = maskforge::cache::PathWalks::new(grammar.fsm(), grammar.vocabulary());
+/// of earlier ones of the same rule (`maskforge::cache::PathWalks`), or, with `pool`, the
+/// first-byte walks of every grammar walked before through that pool.
+fn byte_paths_equal_walks(grammar: &CompiledGrammar, pool: Option<&Arc<MaskPool>>) -> Result<usize, TestCaseError> {
+    use maskforge::cache::PathWalks;
+    let (fsm, vocab) = (grammar.fsm(), grammar.vocabulary());
+    let walks = match pool {
+        Some(pool) => PathWalks::with_pool(fsm, vocab, Arc::clone(pool)),
+        None => PathWalks::new(fsm, vocab),
+    };
     fast_path_equals_walks(grammar, |fsm, context, vocab, state| walks.base(fsm, context, vocab, state))
+}
+
+/// One pool for every random grammar over the small vocabulary: walks keyed by structure are
+/// reused by later grammars that share it, as a server's pool is.
+fn small_vocab_pool() -> &'static Arc<MaskPool> {
+    static POOL: std::sync::OnceLock<Arc<MaskPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| Arc::new(MaskPool::new(&small_vocab(), 64 << 20)))
 }
 
 proptest! {
@@ -286,8 +299,25 @@ proptest! {
 
     #[test]
     fn byte_paths_equal_walks_on_random_grammars(g in gen::grammar(), counted in any::<bool>()) {
-        byte_paths_equal_walks(&compile(&g, &small_vocab(), MaskCacheMode::Jit, counted))?;
+        let grammar = compile(&g, &small_vocab(), MaskCacheMode::Jit, counted);
+        byte_paths_equal_walks(&grammar, None)?;
+        byte_paths_equal_walks(&grammar, Some(small_vocab_pool()))?;
     }
+}
+
+/// Random grammars sharing the pool do reuse each other's first-byte walks (else the pooled
+/// half of the test above would compare nothing shared).
+#[test]
+fn random_grammars_share_first_byte_walks_through_the_pool() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let pool = Arc::new(MaskPool::new(&small_vocab(), 64 << 20));
+    for _ in 0..64 {
+        let g = gen::grammar().new_tree(&mut runner).unwrap().current();
+        byte_paths_equal_walks(&compile(&g, &small_vocab(), MaskCacheMode::Jit, false), Some(&pool)).unwrap();
+    }
+    let stats = pool.stats();
+    assert!(stats.path_walk_hits > 0 && stats.path_walk_misses > 0, "{stats:?}");
 }
 
 /// The same with Llama 3 and Llama 2 on grammars where a state enters a nullable rule (a key
@@ -308,7 +338,7 @@ fn byte_paths_equal_walks_with_real_vocabularies() {
         let v = vocab(tokenizer).clone();
         for src in sources {
             let g = maskforge::parse_ebnf(src, "root").unwrap();
-            compared += byte_paths_equal_walks(&compile(&g, &v, MaskCacheMode::Jit, false)).unwrap();
+            compared += byte_paths_equal_walks(&compile(&g, &v, MaskCacheMode::Jit, false), None).unwrap();
         }
     }
     let v = vocab("llama3").clone();
@@ -318,14 +348,18 @@ fn byte_paths_equal_walks_with_real_vocabularies() {
     let product = serde_json::json!({"type": "object", "properties": {"id": {
         "type": "string", "pattern": "[a-z0-9_.-]+", "minLength": 2, "maxLength": 24}}, "required": ["id"]});
     let grammar = compiler.compile_json_schema(&product, &JsonSchemaOptions::spec_compliant()).unwrap();
-    compared += byte_paths_equal_walks(&grammar).unwrap();
+    compared += byte_paths_equal_walks(&grammar, None).unwrap();
+    // The MaskBench grammars share one pool, as a server's do: key positions of later objects
+    // take the walks of the generic key body from earlier ones.
+    let pool = Arc::new(MaskPool::new(grammar.vocabulary(), 256 << 20));
     for (i, (_, file)) in maskbench_files().iter().step_by(450).enumerate() {
         let options = if i % 2 == 0 { JsonSchemaOptions::spec_compliant() } else { JsonSchemaOptions::default() };
         if let Ok(grammar) = compiler.compile_json_schema(&file["schema"], &options) {
-            compared += byte_paths_equal_walks(&grammar).unwrap();
+            compared += byte_paths_equal_walks(&grammar, Some(&pool)).unwrap();
         }
     }
     assert!(compared >= 40, "only {compared} states compared");
+    assert!(pool.stats().path_walk_hits > 0, "no first-byte walk shared: {:?}", pool.stats());
 }
 
 /// Items of one state with different counts near a repetition's bound (the same `[a-b]` read

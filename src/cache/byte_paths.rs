@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use super::base::BaseEntry;
 use super::build::{smallest_form_of_runs, ListedWalker, Walk};
+use super::pool::MaskPool;
 use super::region::{Region, RegionTable, Regions};
 use crate::earley::Parser;
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
@@ -162,12 +163,24 @@ impl PathFacts {
 }
 
 /// Everything a walk along byte paths reads besides the automata: the grammar's [`PathFacts`]
-/// and the tables of byte regions (from the pool, or built).
+/// and the tables of byte regions (from the pool, or built), and the pool's first-byte walks.
 pub(super) struct PathSource<'a> {
     /// The grammar's facts.
     pub(super) facts: &'a PathFacts,
     /// The table of a region.
     pub(super) table: &'a dyn Fn(&Region) -> Arc<RegionTable>,
+    /// With a pool, the first-byte walks it shares across grammars.
+    pub(super) pooled: Option<PooledWalks<'a>>,
+}
+
+/// The first-byte walks of a [`MaskPool`]: where only the entry's own item reads a first byte
+/// (as for [`PathMemoKey`]), the walk of the tokens starting with it is what an entry of the
+/// item it reads into would walk for them, whatever the rest of the entry's grammar is.
+pub(super) struct PooledWalks<'a> {
+    pub(super) pool: &'a MaskPool,
+    /// The pool key of the walk of the tokens starting with a byte, from the item the entry's
+    /// own item reads that byte into ([`super::pool::path_walk_key`] in the entry's context).
+    pub(super) key: &'a dyn Fn(StateId, u8) -> Option<u64>,
 }
 
 /// The transition of a set not computed yet.
@@ -197,6 +210,8 @@ struct LazyDfa<'a> {
     escapes: Vec<bool>,
     /// [`LazyDfa::predicted_first`], computed on first use.
     predicted_first: Option<ByteSet>,
+    /// Per (item, set) met by [`LazyDfa::own_item`]: whether the set is the item's closure.
+    own_sets: FastMap<(StateId, u32), bool>,
     ids: FastMap<Box<[Item]>, u32>,
     next: Vec<[u32; 256]>,
     /// Scratch for the next set.
@@ -221,6 +236,7 @@ impl<'a> LazyDfa<'a> {
             in_region: Vec::new(),
             escapes: Vec::new(),
             predicted_first: None,
+            own_sets: FastMap::default(),
             ids: FastMap::default(),
             next: Vec::new(),
             targets: Vec::new(),
@@ -239,11 +255,12 @@ impl<'a> LazyDfa<'a> {
         }
     }
 
-    /// The memo key of the tokens starting with `b` (see [`PathMemoKey`]), or `None` when their
-    /// verdicts may depend on more than the set after `b`: the entry's rule is counted (its
-    /// walk loops differently), a completion before `b` may read it, or an item of a rule
-    /// predicted before `b` reads it.
-    fn memo_key(&mut self, context: &[StateId], b: u8) -> Option<PathMemoKey> {
+    /// The item the entry's own item reads `b` into, when the parser's state after `b` is that
+    /// of an entry of the item: `None` when the verdicts on the tokens starting with `b` may
+    /// depend on more than the set after `b` (the entry's rule is counted and its walk loops
+    /// differently, a completion before `b` may read it, an item of a rule predicted before `b`
+    /// reads it).
+    fn own_item(&mut self, b: u8) -> Option<StateId> {
         if self.closures.own_counted.is_some() || self.escapes(0) || self.predicted_first().contains(b) {
             return None;
         }
@@ -255,14 +272,25 @@ impl<'a> LazyDfa<'a> {
         // `b`: every other item of the first set was predicted there, by this entry's state.
         let fsm = self.closures.fsm;
         let item = fsm.byte_edges(self.entry).iter().find(|e| e.lo <= b && b <= e.hi)?.target;
+        // Most first bytes of a key position read into one generic state: compared once.
+        if let Some(&same) = self.own_sets.get(&(item, next)) {
+            return same.then_some(item);
+        }
         let mut own_targets = self.closures.of((item, ROOT)).items.to_vec();
         own_targets.sort_unstable();
-        if own_targets[..] != self.sets[next as usize][..] {
-            return None;
-        }
+        let same = own_targets[..] == self.sets[next as usize][..];
+        self.own_sets.insert((item, next), same);
+        same.then_some(item)
+    }
+
+    /// The memo key of the tokens starting with `b` (see [`PathMemoKey`]), when
+    /// [`LazyDfa::own_item`] finds one.
+    fn memo_key(&mut self, context: &[StateId], b: u8) -> Option<PathMemoKey> {
+        let item = self.own_item(b)?;
+        let next = self.step(0, b);
         // Frames are numbered per walk: the key writes each item's return states out.
         let mut set = Vec::new();
-        for &(s, f) in &own_targets {
+        for &(s, f) in self.sets[next as usize].iter() {
             set.push(s);
             set.extend(self.closures.chain(f));
             set.push(StateId::new(u32::MAX as usize));
@@ -633,10 +661,11 @@ pub(super) fn paths_base(
         }
     }
     let mut dfa = LazyDfa::new(fsm, state, source);
-    let memo = memo.filter(|memo| memo.seen_before(dfa.own, context));
+    // With a pool, walks are shared through it (across grammars, and within this one).
+    let memo = memo.filter(|memo| source.pooled.is_none() && memo.seen_before(dfa.own, context));
     let mut walker = ListedWalker::new(fsm, context, state);
     let mut total = FirstByteWalk::default();
-    // First bytes whose walk is not memoized are walked together, in one pass (a walk per
+    // First bytes whose walk is not shared are walked together, in one pass (a walk per
     // first byte costs an allocation and a copy each, ~200 per entry).
     let mut unshared: Option<std::ops::Range<usize>> = None;
     let n = vocab.sorted_token_ids().len();
@@ -645,21 +674,36 @@ pub(super) fn paths_base(
         let b = vocab.sorted_token_bytes(i)[0];
         let range = i..vocab.sorted_first_byte_range(b, b).end;
         i = range.end;
-        let Some((memo, key)) = memo.and_then(|memo| Some((memo, dfa.memo_key(context, b)?))) else {
+        let shared = match (&source.pooled, memo) {
+            (Some(pooled), _) => {
+                dfa.own_item(b).and_then(|item| (pooled.key)(item, b)).map(|key| Shared::Pool(pooled.pool, key))
+            }
+            (None, Some(memo)) => dfa.memo_key(context, b).map(|key| Shared::Memo(memo, key)),
+            (None, None) => None,
+        };
+        let Some(shared) = shared else {
             unshared = Some(unshared.map_or(range.start, |u| u.start)..range.end);
             continue;
         };
         if let Some(range) = unshared.take() {
             total.walk(vocab, &mut dfa, &first, &mut walker, range);
         }
-        let known = memo.table().walks.get(&key).cloned();
-        let part = known.unwrap_or_else(|| {
+        let build = || {
             let mut part = FirstByteWalk::default();
             part.walk(vocab, &mut dfa, &first, &mut walker, range);
-            let part = Arc::new(part);
-            memo.table().walks.insert(key, Arc::clone(&part));
             part
-        });
+        };
+        let part = match shared {
+            Shared::Pool(pool, key) => pool.first_byte_walk(key, build),
+            Shared::Memo(memo, key) => {
+                let known = memo.table().walks.get(&key).cloned();
+                known.unwrap_or_else(|| {
+                    let part = Arc::new(build());
+                    memo.table().walks.insert(key, Arc::clone(&part));
+                    part
+                })
+            }
+        };
         total.append(&part);
     }
     if let Some(range) = unshared {
@@ -667,6 +711,12 @@ pub(super) fn paths_base(
     }
     let accepted = smallest_form_of_runs(vocab, &total.runs, total.runs_len, &total.parsed.accepted);
     total.parsed.into_base(accepted)
+}
+
+/// Where a first byte's walk is shared.
+enum Shared<'m> {
+    Pool(&'m MaskPool, u64),
+    Memo(&'m PathMemo, PathMemoKey),
 }
 
 impl FirstByteWalk {

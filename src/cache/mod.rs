@@ -202,6 +202,44 @@ impl MaskCacheStats {
 struct Shared {
     pool: Arc<MaskPool>,
     hashes: FsmHashes,
+    /// Rooted hashes of the states first-byte walks were keyed by (see `byte_paths.rs`): the
+    /// entries of one object's key positions read their first bytes into the same few states.
+    rooted: RootedHashes,
+}
+
+/// A memo of [`FsmHashes::rooted_hash`] by state (linear in the reachable part each time).
+#[derive(Debug, Default)]
+struct RootedHashes(std::sync::Mutex<crate::util::hash::FastMap<StateId, Option<u64>>>);
+
+impl RootedHashes {
+    fn of(&self, hashes: &FsmHashes, fsm: &GrammarFsm, state: StateId) -> Option<u64> {
+        let lock = || self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&h) = lock().get(&state) {
+            return h;
+        }
+        let h = pool::rooted_key(hashes, fsm, state);
+        lock().insert(state, h);
+        h
+    }
+}
+
+impl Shared {
+    fn new(fsm: &GrammarFsm, pool: Arc<MaskPool>) -> Self {
+        Shared { pool, hashes: hash_rules(fsm), rooted: RootedHashes::default() }
+    }
+
+    /// The pool key of a first-byte walk of an entry of a rule in `context`, from the item and
+    /// the byte (see `byte_paths.rs`).
+    fn walk_key<'a>(&'a self, fsm: &'a GrammarFsm, context: &'a [StateId]) -> impl Fn(StateId, u8) -> Option<u64> + 'a {
+        // Every item of one entry is a state of the entry's own rule.
+        let context_hash = std::cell::OnceCell::new();
+        move |item, b| {
+            let item_hash = self.rooted.of(&self.hashes, fsm, item)?;
+            let context_hash =
+                (*context_hash.get_or_init(|| pool::context_key(&self.hashes, fsm, fsm.rule_of(item), context)))?;
+            Some(pool::path_walk_key(self.pool.vocab_fingerprint(), item_hash, context_hash, b))
+        }
+    }
 }
 
 /// The memo slot of one cache entry: a scannable state, and whether the entry is the one for
@@ -277,7 +315,7 @@ impl MaskCache {
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
             follow_automaton: OnceLock::new(),
-            shared: pool.map(|pool| Shared { pool, hashes: hash_rules(fsm) }),
+            shared: pool.map(|pool| Shared::new(fsm, pool)),
             free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             loops: OnceLock::new(),
             loop_slices: Default::default(),
@@ -401,7 +439,9 @@ impl MaskCache {
             if self.uses_byte_paths(fsm, vocab, state) {
                 let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab));
                 let table = |r: &region::Region| self.region_table(vocab, r);
-                let source = byte_paths::PathSource { facts, table: &table };
+                let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
+                let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
+                let source = byte_paths::PathSource { facts, table: &table, pooled };
                 return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
             }
             return build_base(fsm, context, vocab, state);
@@ -621,12 +661,19 @@ pub fn build_base_by_paths(
 pub struct PathWalks {
     facts: byte_paths::PathFacts,
     memo: byte_paths::PathMemo,
+    shared: Option<Shared>,
 }
 
 impl PathWalks {
     /// The walks of `fsm`'s entries over `vocab`.
     pub fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
-        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab), memo: Default::default() }
+        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab), memo: Default::default(), shared: None }
+    }
+
+    /// The walks of `fsm`'s entries over `vocab`, sharing first-byte walks through `pool` (with
+    /// other grammars' walks) as [`MaskCache`] does with a pool.
+    pub fn with_pool(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Arc<MaskPool>) -> Self {
+        PathWalks { shared: Some(Shared::new(fsm, pool)), ..PathWalks::new(fsm, vocab) }
     }
 
     /// The base entry of `state` in `context` (as [`build_base_by_paths`]), sharing first-byte
@@ -642,7 +689,9 @@ impl PathWalks {
             return None;
         }
         let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
-        let source = byte_paths::PathSource { facts: &self.facts, table: &table };
+        let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
+        let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
+        let source = byte_paths::PathSource { facts: &self.facts, table: &table, pooled };
         Some(byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.memo)))
     }
 }

@@ -49,6 +49,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::base::BaseEntry;
+use super::byte_paths::FirstByteWalk;
 use super::counted::LoopCounts;
 use super::dispatch::FreeTextBase;
 use super::lexical_loop::LoopSlice;
@@ -111,17 +112,25 @@ pub struct PoolStats {
     pub free_text_hits: u64,
     /// See [`PoolStats::free_text_hits`].
     pub free_text_misses: u64,
+    /// Walks of the tokens of one first byte along byte paths (the generic key body of an
+    /// object after a first byte no property name starts with, say) served from the pool, and
+    /// walked: they are shared across grammars and stored under the entries' byte budget.
+    pub path_walk_hits: u64,
+    /// See [`PoolStats::path_walk_hits`].
+    pub path_walk_misses: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Slot {
     Base(u64),
     Full(u64),
+    Walk(u64),
 }
 
 enum Stored {
     Base(Arc<BaseEntry>),
     Full(Arc<MaskEntry>),
+    Walk(Arc<FirstByteWalk>),
 }
 
 impl Stored {
@@ -130,6 +139,7 @@ impl Stored {
             + match self {
                 Stored::Base(b) => b.memory_usage(),
                 Stored::Full(e) => e.memory_usage(),
+                Stored::Walk(w) => w.memory_usage(),
             }
     }
 }
@@ -139,6 +149,9 @@ struct Inner {
     /// miss and are counted in `partial_hits` when they find a base.
     map: BoundedCache<Slot, Stored>,
     partial_hits: u64,
+    /// First-byte walks (looked up uncounted by `map`).
+    walk_hits: u64,
+    walk_misses: u64,
 }
 
 /// A byte-bounded, thread-safe pool of cache entries shared by every grammar compiled for one
@@ -204,7 +217,12 @@ impl MaskPool {
     pub fn new(vocab: &Vocabulary, budget_bytes: usize) -> Self {
         MaskPool {
             vocab_id: vocabulary_fingerprint(vocab),
-            inner: Mutex::new(Inner { map: BoundedCache::by_weight(budget_bytes, Stored::bytes), partial_hits: 0 }),
+            inner: Mutex::new(Inner {
+                map: BoundedCache::by_weight(budget_bytes, Stored::bytes),
+                partial_hits: 0,
+                walk_hits: 0,
+                walk_misses: 0,
+            }),
             free_text: Mutex::new(BoundedCache::by_count(FREE_TEXT_BASES)),
             loop_slices: Mutex::new(BoundedCache::by_count(LOOP_SLICES)),
             region_tables: Mutex::new(BoundedCache::by_count(REGION_TABLES)),
@@ -243,9 +261,9 @@ impl MaskPool {
 
     /// The counters.
     pub fn stats(&self) -> PoolStats {
-        let (entries, partial_hits) = {
+        let (entries, partial_hits, walk_hits, walk_misses) = {
             let inner = self.inner.lock();
-            (inner.map.stats(), inner.partial_hits)
+            (inner.map.stats(), inner.partial_hits, inner.walk_hits, inner.walk_misses)
         };
         let free_text = self.free_text.lock().stats();
         PoolStats {
@@ -259,7 +277,28 @@ impl MaskPool {
             budget: entries.budget,
             free_text_hits: free_text.hits,
             free_text_misses: free_text.misses,
+            path_walk_hits: walk_hits,
+            path_walk_misses: walk_misses,
         }
+    }
+
+    /// The walk of one first byte's tokens along byte paths under `key` (see
+    /// [`path_walk_key`]), built by `build` (outside the lock) and stored when absent. Walks
+    /// share the entries' byte budget.
+    pub(super) fn first_byte_walk(&self, key: u64, build: impl FnOnce() -> FirstByteWalk) -> Arc<FirstByteWalk> {
+        {
+            let mut inner = self.inner.lock();
+            if let Some(Stored::Walk(w)) = inner.map.get_uncounted(&Slot::Walk(key)) {
+                let w = Arc::clone(w);
+                inner.walk_hits += 1;
+                return w;
+            }
+            inner.walk_misses += 1;
+        }
+        let walk = Arc::new(build());
+        let released = self.inner.lock().map.insert(Slot::Walk(key), Stored::Walk(Arc::clone(&walk)));
+        drop(released);
+        walk
     }
 
     /// Drops every stored item (counters are kept).
@@ -356,6 +395,25 @@ pub fn entry_key(
             h.write_u64(1).write_u64(rule_hash).write_u64(canonical as u64);
         }
     }
+    write_context(&mut h, hashes, fsm, rule, context)?;
+    let base = h.finish();
+    let mut f = StableHasher::new();
+    f.write_u64(base);
+    for w in follow.words() {
+        f.write_u64(w);
+    }
+    Some(EntryKey { base, full: f.finish() })
+}
+
+/// Writes the certain `context` of an item of rule `rule` (see [`entry_key`], item 2), or
+/// `None` when some part has no structural hash.
+fn write_context(
+    h: &mut StableHasher,
+    hashes: &FsmHashes,
+    fsm: &GrammarFsm,
+    rule: crate::fsm::FsmRuleId,
+    context: &[StateId],
+) -> Option<()> {
     h.write_u64(context.len() as u64);
     let mut child = rule;
     let mut targets: Vec<u64> = Vec::new();
@@ -374,13 +432,41 @@ pub fn entry_key(
         }
         child = fsm.rule_of(q);
     }
-    let base = h.finish();
-    let mut f = StableHasher::new();
-    f.write_u64(base);
-    for w in follow.words() {
-        f.write_u64(w);
-    }
-    Some(EntryKey { base, full: f.finish() })
+    Some(())
+}
+
+/// The pool key of the walk along byte paths of the tokens starting with `byte`, for an entry
+/// whose own item reads `byte` into `item` (a state of a plain rule) and nothing else happens
+/// on that byte (see `byte_paths::PathMemoKey`): the isolated parser is then in the state of an
+/// entry of `item` itself, so the walk depends on what an entry of `item` depends on (items 1,
+/// 2 and 4 of the module docs: `item_hash`, its rooted hash, and `context_hash`, the entry's
+/// [`context_key`]) and on `byte`. The same generic key body after a first byte no property
+/// name starts with is walked once for every object of every grammar.
+pub(super) fn path_walk_key(vocab_id: u64, item_hash: u64, context_hash: u64, byte: u8) -> u64 {
+    // A domain of its own: never equal to an entry's key.
+    const DOMAIN_WALK: u64 = 0x7761_6c6b;
+    let mut h = StableHasher::new();
+    h.write_u64(KEY_VERSION).write_u64(DOMAIN_WALK).write_u64(vocab_id).write_u64(byte as u64);
+    h.write_u64(item_hash).write_u64(context_hash);
+    h.finish()
+}
+
+/// The hash of the certain `context` of an item of rule `rule` (see [`entry_key`], item 2), or
+/// `None` when some part has no structural hash.
+pub(super) fn context_key(
+    hashes: &FsmHashes,
+    fsm: &GrammarFsm,
+    rule: crate::fsm::FsmRuleId,
+    context: &[StateId],
+) -> Option<u64> {
+    let mut h = StableHasher::new();
+    write_context(&mut h, hashes, fsm, rule, context)?;
+    Some(h.finish())
+}
+
+/// The rooted hash an entry key uses for a state of a plain rule ([`FsmHashes::rooted_hash`]).
+pub(super) fn rooted_key(hashes: &FsmHashes, fsm: &GrammarFsm, state: StateId) -> Option<u64> {
+    hashes.rooted_hash(fsm, state, ROOTED_LIMIT)
 }
 
 #[cfg(test)]

@@ -195,6 +195,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("files {}, entries {}, fills {}", paths.len(), entries.len(), tbm.len());
+    let pool = compiler.pool_stats();
+    println!(
+        "pool: entries {} hits / {} partial / {} misses; first-byte walks {} hits / {} misses; {} evictions",
+        pool.hits, pool.partial_hits, pool.misses, pool.path_walk_hits, pool.path_walk_misses, pool.evictions
+    );
     for (cause, (n, total, n_slow, slow_total)) in &per_cause {
         println!(
             "cause {cause:<10} entries {n:>6} total {:>9.1} ms | over {over_us} us: {n_slow:>5} entries, {:>9.1} ms",
