@@ -322,7 +322,7 @@ fn random_grammars_share_first_byte_walks_through_the_pool() {
 
 /// The same with Llama 3 and Llama 2 on grammars where a state enters a nullable rule (a key
 /// position before `strtail`), final states with whitespace loops, a pattern with length bounds
-/// (rules per character), and MaskBench schemas under the spec-compliant options (keys of
+/// (rules per character), a string with length bounds (a counted character), and MaskBench schemas under the spec-compliant options (keys of
 /// additional properties) and the defaults.
 #[test]
 fn byte_paths_equal_walks_with_real_vocabularies() {
@@ -345,8 +345,11 @@ fn byte_paths_equal_walks_with_real_vocabularies() {
     let compiler = GrammarCompiler::new(v, CompilerConfig::default());
     // A pattern with length bounds: a right-recursive chain of nullable rules, one per character
     // (the walk follows their completions without nesting frames), and a shared escape rule.
-    let product = serde_json::json!({"type": "object", "properties": {"id": {
-        "type": "string", "pattern": "[a-z0-9_.-]+", "minLength": 2, "maxLength": 24}}, "required": ["id"]});
+    // A string with length bounds and no pattern: a counted repetition of one character, whose
+    // body is a region (an iteration's end loops back to its start).
+    let product = serde_json::json!({"type": "object", "properties": {
+        "id": {"type": "string", "pattern": "[a-z0-9_.-]+", "minLength": 2, "maxLength": 24},
+        "name": {"type": "string", "minLength": 1, "maxLength": 256}}, "required": ["id", "name"]});
     let grammar = compiler.compile_json_schema(&product, &JsonSchemaOptions::spec_compliant()).unwrap();
     compared += byte_paths_equal_walks(&grammar, None).unwrap();
     // The MaskBench grammars share one pool, as a server's do: key positions of later objects

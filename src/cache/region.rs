@@ -1,8 +1,10 @@
 //! Byte regions: whole subtrees of the token trie accepted at once by the walks along byte paths
 //! (`byte_paths.rs`), from a table computed once per vocabulary and region.
 //!
-//! A *region* is a strongly connected set of states of one plain rule under byte edges, holding
-//! a cycle: the body of a JSON string (its UTF-8 and escape states), a run of digits. Whether a
+//! A *region* is a strongly connected set of states of one rule under byte edges, holding a
+//! cycle: the body of a JSON string (its UTF-8 and escape states), a run of digits. In a counted
+//! repetition an edge that ends an iteration counts as an edge back to the start (see
+//! [`region_target`]): the body of a string with length bounds is a region too. Whether a
 //! string of bytes can be read from a region state without leaving the region (every byte on an
 //! edge to another region state) depends only on the region's own edges. So for every node of
 //! the vocabulary's token trie ([`crate::tokenizer::TokenTrie`]) a [`RegionTable`] records the
@@ -23,7 +25,6 @@
 
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
-use crate::util::byteset::ByteSet;
 use crate::util::sentinel::Sentinel;
 
 /// Regions larger than this are not tabled (a mask is one `u32` per trie node).
@@ -50,7 +51,7 @@ pub(crate) struct Region {
     /// Per state (same order), per byte, the index of the region state its edge leads to, or
     /// [`NONE`] (no edge, an edge out of the region, or the sentinel lead byte).
     next: Box<[[u8; 256]]>,
-    /// The structural key of the region (pool key of its table).
+    /// The structural key of the region (pool key of its table): a hash of `next`.
     pub(crate) key: u128,
 }
 
@@ -72,14 +73,12 @@ impl Regions {
             .map(|s| {
                 let rule = fsm.rule_of(s);
                 let edges = fsm.byte_edges(s);
-                matches!(fsm.rule(rule).kind, RuleKind::Plain)
-                    && !dispatch.contains(&rule)
-                    && edges.windows(2).all(|w| w[0].hi < w[1].lo)
+                !dispatch.contains(&rule) && edges.windows(2).all(|w| w[0].hi < w[1].lo)
             })
             .collect();
         let successors = |i: usize| {
             let edges = if eligible[i] { fsm.byte_edges(StateId::new(i)) } else { &[] };
-            edges.iter().map(|e| e.target.index()).filter(|&t| eligible[t])
+            edges.iter().map(|e| region_target(fsm, e.target).index()).filter(|&t| eligible[t])
         };
         let component = crate::util::scc::strongly_connected_components(n, successors);
         let mut members: crate::util::hash::FastMap<u32, Vec<StateId>> = Default::default();
@@ -107,7 +106,8 @@ impl Regions {
         out
     }
 
-    /// The tabled region `s` belongs to and its bit there.
+    /// The tabled region `s` belongs to and its bit there. (A state of a counted repetition is
+    /// only ever in the sets of its own rule's entries: see [`region_target`].)
     #[inline]
     pub(crate) fn of(&self, s: StateId) -> Option<(usize, u32)> {
         let m = self.member[s.index()];
@@ -120,37 +120,53 @@ impl Regions {
     }
 }
 
+/// The state byte-path walks hold after an edge into `t`, as far as regions go: `t`, or, when
+/// `t` ends an iteration of a counted repetition and reads nothing itself (a character of a
+/// string with length bounds), the repetition's start. Walks follow a counted rule only as the
+/// entry's own rule, which the isolated parser reads as unbounded: there an iteration's end
+/// starts the next one (`byte_paths::Closures`), so the body is a loop like a plain rule's.
+fn region_target(fsm: &GrammarFsm, t: StateId) -> StateId {
+    let rule = fsm.rule(fsm.rule_of(t));
+    let ends_iteration = fsm.is_final(t) && fsm.byte_edges(t).is_empty() && fsm.rule_edges(t).is_empty();
+    match rule.kind {
+        RuleKind::Counted { .. } if ends_iteration && t != rule.start => rule.start,
+        _ => t,
+    }
+}
+
 impl Region {
     /// The region of the states `members` (sorted, one strongly connected set), or `None` when
     /// it is not worth a table.
     fn new(fsm: &GrammarFsm, vocab: &Vocabulary, members: &[StateId]) -> Option<Self> {
         let inside = |s: StateId| members.binary_search(&s).is_ok();
         let reads = |s: StateId| -> usize {
-            let edges = fsm.byte_edges(s).iter().filter(|e| inside(e.target));
+            let edges = fsm.byte_edges(s).iter().filter(|e| inside(region_target(fsm, e.target)));
             edges.map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len()).sum()
         };
         let start = members.iter().copied().max_by_key(|&s| (reads(s), std::cmp::Reverse(s)))?;
         if reads(start) < MIN_FIRST_BYTE_TOKENS.min(vocab.sorted_token_ids().len() / 2) {
             return None;
         }
-        // Breadth-first from the start, as `region_key` numbers them.
+        // Breadth-first from the start over sorted edges: the numbering depends on the
+        // structure only, so the table of `next` is the region's structural key.
         let mut states = vec![start];
         let mut i = 0;
         while i < states.len() {
             for e in fsm.byte_edges(states[i]) {
-                if inside(e.target) && !states.contains(&e.target) {
-                    states.push(e.target);
+                let t = region_target(fsm, e.target);
+                if inside(t) && !states.contains(&t) {
+                    states.push(t);
                 }
             }
             i += 1;
         }
         let index = |s: StateId| states.iter().position(|&t| t == s);
-        let next = states
+        let next: Box<[[u8; 256]]> = states
             .iter()
             .map(|&s| {
                 let mut row = [NONE; 256];
                 for e in fsm.byte_edges(s) {
-                    if let Some(k) = index(e.target) {
+                    if let Some(k) = index(region_target(fsm, e.target)) {
                         for b in e.lo..=e.hi {
                             if !Sentinel::is_lead(b) {
                                 row[b as usize] = k as u8;
@@ -161,8 +177,9 @@ impl Region {
                 row
             })
             .collect();
-        let key = super::lexical_loop::region_key(fsm, start, inside, |_| ByteSet::EMPTY);
-        let region = Region { states: states.into_boxed_slice(), next, key };
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        next.iter().for_each(|row| h.update(row));
+        let region = Region { states: states.into_boxed_slice(), next, key: h.digest128() };
         region.worth_a_table(vocab).then_some(region)
     }
 
@@ -289,6 +306,21 @@ mod tests {
             }
         }
         true
+    }
+
+    /// A counted repetition of one character (a string with length bounds) is a region: an
+    /// iteration's end leads back to its start.
+    #[test]
+    fn a_counted_character_loops_back_to_its_start() {
+        let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9"){2,1000} "\"" "#, "root").unwrap();
+        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+        let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
+        let start = fsm.rule(crate::fsm::FsmRuleId::new(counted)).start;
+        let regions = Regions::new(&fsm, &vocab());
+        let (r, bit) = regions.of(start).expect("the counted body is a region");
+        let region = regions.region(r);
+        let k = bit.trailing_zeros() as usize;
+        assert!(stays(region, k, "ab\u{e9}ba".as_bytes()) && !stays(region, k, b"a\""));
     }
 
     #[test]
