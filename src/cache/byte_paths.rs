@@ -157,8 +157,8 @@ pub(super) struct PathFacts {
 }
 
 impl PathFacts {
-    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
-        PathFacts { regions: Regions::new(fsm, vocab) }
+    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<&MaskPool>) -> Self {
+        PathFacts { regions: Regions::new(fsm, vocab, pool) }
     }
 }
 

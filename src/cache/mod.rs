@@ -437,7 +437,8 @@ impl MaskCache {
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
         let Some(in_loop) = self.sliced_loop(fsm, vocab, state) else {
             if self.uses_byte_paths(fsm, vocab, state) {
-                let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab));
+                let facts =
+                    self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().map(|p| &**p)));
                 let table = |r: &region::Region| self.region_table(vocab, r);
                 let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
                 let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
@@ -667,13 +668,14 @@ pub struct PathWalks {
 impl PathWalks {
     /// The walks of `fsm`'s entries over `vocab`.
     pub fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
-        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab), memo: Default::default(), shared: None }
+        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab, None), memo: Default::default(), shared: None }
     }
 
     /// The walks of `fsm`'s entries over `vocab`, sharing first-byte walks through `pool` (with
     /// other grammars' walks) as [`MaskCache`] does with a pool.
     pub fn with_pool(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Arc<MaskPool>) -> Self {
-        PathWalks { shared: Some(Shared::new(fsm, pool)), ..PathWalks::new(fsm, vocab) }
+        let facts = byte_paths::PathFacts::new(fsm, vocab, Some(&pool));
+        PathWalks { facts, memo: Default::default(), shared: Some(Shared::new(fsm, pool)) }
     }
 
     /// The base entry of `state` in `context` (as [`build_base_by_paths`]), sharing first-byte

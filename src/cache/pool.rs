@@ -186,6 +186,9 @@ pub struct MaskPool {
     /// Tables of byte regions by their key (see `region.rs`): one `u32` per node of the
     /// vocabulary's token trie (about 1 MiB for a 128k vocabulary), so at most [`REGION_TABLES`].
     region_tables: Mutex<BoundedCache<u128, Arc<RegionTable>>>,
+    /// Whether a region is worth a table, by its key (see `region.rs`): sampled once per
+    /// region structure instead of once per grammar.
+    region_worth: Mutex<BoundedCache<u128, bool>>,
     /// Loop-back tables of forced repetitions by their key (see `counted.rs`): one `u32` per
     /// token plus the masks of the budgets used, so at most [`REGION_TABLES`] too.
     loop_counts: Mutex<BoundedCache<u128, Arc<LoopCounts>>>,
@@ -196,6 +199,8 @@ pub const FREE_TEXT_BASES: usize = 128;
 /// How many lexical-loop slices a pool keeps (string bodies of a few character classes, digit
 /// and whitespace runs: a handful per vocabulary; 16 KiB and up each for a 128k vocabulary).
 pub const LOOP_SLICES: usize = 256;
+/// How many regions' worth-a-table verdicts a pool keeps (a key and a flag each).
+pub const REGION_VERDICTS: usize = 4096;
 /// How many byte-region tables a pool keeps (JSON string bodies under a few policies, key
 /// bodies: a handful per vocabulary).
 pub const REGION_TABLES: usize = 32;
@@ -226,6 +231,7 @@ impl MaskPool {
             free_text: Mutex::new(BoundedCache::by_count(FREE_TEXT_BASES)),
             loop_slices: Mutex::new(BoundedCache::by_count(LOOP_SLICES)),
             region_tables: Mutex::new(BoundedCache::by_count(REGION_TABLES)),
+            region_worth: Mutex::new(BoundedCache::by_count(REGION_VERDICTS)),
             loop_counts: Mutex::new(BoundedCache::by_count(REGION_TABLES)),
         }
     }
@@ -246,6 +252,18 @@ impl MaskPool {
     /// lock) when absent.
     pub(super) fn region_table(&self, key: u128, build: impl FnOnce() -> RegionTable) -> Arc<RegionTable> {
         get_or_insert(&self.region_tables, key, build)
+    }
+
+    /// Whether the region under `key` is worth a table (see `region.rs`), decided by `decide`
+    /// (outside the lock) when not known.
+    pub(super) fn region_worth(&self, key: u128, decide: impl FnOnce() -> bool) -> bool {
+        if let Some(&worth) = self.region_worth.lock().get(&key) {
+            return worth;
+        }
+        let worth = decide();
+        let released = self.region_worth.lock().insert(key, worth);
+        drop(released);
+        worth
     }
 
     /// The loop-back table of the forced repetition under `key` (see `counted.rs`), built by

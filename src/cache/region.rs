@@ -23,6 +23,7 @@
 //! breadth first from a canonical start, [`super::lexical_loop::region_key`]), so the pool keeps
 //! it for every grammar of the vocabulary, like the slices of lexical loops.
 
+use super::pool::MaskPool;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::sentinel::Sentinel;
@@ -64,8 +65,10 @@ pub(crate) struct Regions {
 }
 
 impl Regions {
-    /// The regions of `fsm` worth a table for `vocab` (see the module docs).
-    pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
+    /// The regions of `fsm` worth a table for `vocab` (see the module docs). With a `pool`,
+    /// whether a region is worth one is asked once per region structure (the same string body
+    /// recurs in every grammar of a server).
+    pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<&MaskPool>) -> Self {
         let n = fsm.state_len();
         let dispatch: Vec<_> = fsm.dispatch_rules().collect();
         let eligible: Vec<bool> = fsm
@@ -96,7 +99,7 @@ impl Regions {
         candidates.sort_unstable();
         let mut out = Regions { member: vec![u32::MAX; n], regions: Vec::new() };
         for states in candidates {
-            let Some(region) = Region::new(fsm, vocab, &states) else { continue };
+            let Some(region) = Region::new(fsm, vocab, &states, pool) else { continue };
             let r = out.regions.len() as u32;
             for (k, &s) in region.states.iter().enumerate() {
                 out.member[s.index()] = r << 8 | k as u32;
@@ -137,7 +140,7 @@ fn region_target(fsm: &GrammarFsm, t: StateId) -> StateId {
 impl Region {
     /// The region of the states `members` (sorted, one strongly connected set), or `None` when
     /// it is not worth a table.
-    fn new(fsm: &GrammarFsm, vocab: &Vocabulary, members: &[StateId]) -> Option<Self> {
+    fn new(fsm: &GrammarFsm, vocab: &Vocabulary, members: &[StateId], pool: Option<&MaskPool>) -> Option<Self> {
         let inside = |s: StateId| members.binary_search(&s).is_ok();
         let reads = |s: StateId| -> usize {
             let edges = fsm.byte_edges(s).iter().filter(|e| inside(region_target(fsm, e.target)));
@@ -180,7 +183,11 @@ impl Region {
         let mut h = xxhash_rust::xxh3::Xxh3::new();
         next.iter().for_each(|row| h.update(row));
         let region = Region { states: states.into_boxed_slice(), next, key: h.digest128() };
-        region.worth_a_table(vocab).then_some(region)
+        let worth = match pool {
+            Some(pool) => pool.region_worth(region.key, || region.worth_a_table(vocab)),
+            None => region.worth_a_table(vocab),
+        };
+        worth.then_some(region)
     }
 
     /// Whether enough tokens of `vocab` are read entirely inside the region from its start
@@ -316,7 +323,7 @@ mod tests {
         let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
         let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
         let start = fsm.rule(crate::fsm::FsmRuleId::new(counted)).start;
-        let regions = Regions::new(&fsm, &vocab());
+        let regions = Regions::new(&fsm, &vocab(), None);
         let (r, bit) = regions.of(start).expect("the counted body is a region");
         let region = regions.region(r);
         let k = bit.trailing_zeros() as usize;
@@ -328,7 +335,7 @@ mod tests {
         let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9" | "\\" [ab"])* "\"" "#, "root").unwrap();
         let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
         let vocab = vocab();
-        let regions = Regions::new(&fsm, &vocab);
+        let regions = Regions::new(&fsm, &vocab, None);
         assert_eq!(regions.regions.len(), 1, "the string body is one region");
         let region = regions.region(0);
         assert!(region.states.len() >= 3, "body, escape and the middle of `é`");
