@@ -79,11 +79,11 @@ fn followed_rules(fsm: &GrammarFsm) -> Vec<bool> {
 
 impl PathSplit {
     /// Walks the tokens at sorted positions `range` (one first byte's tokens) along byte paths
-    /// with `dfa` (see the module docs); a token whose first byte is not in `first` (the
-    /// parser's first bytes) is neither accepted nor left to the parser: the full walk rejects
-    /// it. A trie node reached by a set whose region state reads its whole subtree (see
-    /// `region.rs`) is accepted at once.
-    fn walk(vocab: &Vocabulary, dfa: &mut LazyDfa<'_>, first: &[bool; 256], range: std::ops::Range<usize>) -> Self {
+    /// with `dfa` (see the module docs); a token whose first byte the parser cannot read
+    /// (`first`) is neither accepted nor left to the parser: the full walk rejects it. A trie
+    /// node reached by a set whose region state reads its whole subtree (see `region.rs`) is
+    /// accepted at once.
+    fn walk(vocab: &Vocabulary, dfa: &mut LazyDfa<'_>, first: &mut FirstBytes, range: std::ops::Range<usize>) -> Self {
         let lcp = vocab.sorted_lcp();
         let trie = vocab.trie();
         let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
@@ -128,10 +128,13 @@ impl PathSplit {
             }
             // Every token sharing the first `k + 1` bytes ends the walk at the same byte. The
             // parser reads on only where an item the walk does not follow may read (see the
-            // module docs); at the first byte, the parser said which.
+            // module docs); at the first byte, unless the first set escapes or the walk gave up
+            // there, no item reads it (the set holds them all), else the parser says.
             let end = trie.subtree_end(trie.node(lcp, i, k + 1));
-            let parser_reads_on =
-                if k == 0 { first[bytes[0] as usize] } else { gave_up || escaped[k] || dfa.escapes(path[k]) };
+            let parser_reads_on = match k {
+                0 => (gave_up || dfa.escapes(path[0])) && first.reads(bytes[0]),
+                _ => gave_up || escaped[k] || dfa.escapes(path[k]),
+            };
             if parser_reads_on {
                 split.rest.extend(i as u32..end as u32);
             }
@@ -650,16 +653,7 @@ pub(super) fn paths_base(
     source: &PathSource<'_>,
     memo: Option<&PathMemo>,
 ) -> BaseEntry {
-    // A token whose first byte the parser cannot read is rejected, as in the full walk (which
-    // skips its whole first-byte block): only the others are walked.
-    let mut parser = Parser::isolated(Arc::clone(fsm), state, context);
-    let mut first = [false; 256];
-    for b in 0..=255u8 {
-        if !Sentinel::is_lead(b) && parser.advance_byte(b) {
-            first[b as usize] = true;
-            parser.pop_bytes(1);
-        }
-    }
+    let mut first = FirstBytes::new(fsm, context, state);
     let mut dfa = LazyDfa::new(fsm, state, source);
     // With a pool, walks are shared through it (across grammars, and within this one).
     let memo = memo.filter(|memo| source.pooled.is_none() && memo.seen_before(dfa.own, context));
@@ -686,11 +680,11 @@ pub(super) fn paths_base(
             continue;
         };
         if let Some(range) = unshared.take() {
-            total.walk(vocab, &mut dfa, &first, &mut walker, range);
+            total.walk(vocab, &mut dfa, &mut first, &mut walker, range);
         }
         let build = || {
             let mut part = FirstByteWalk::default();
-            part.walk(vocab, &mut dfa, &first, &mut walker, range);
+            part.walk(vocab, &mut dfa, &mut first, &mut walker, range);
             part
         };
         let part = match shared {
@@ -707,10 +701,43 @@ pub(super) fn paths_base(
         total.append(&part);
     }
     if let Some(range) = unshared {
-        total.walk(vocab, &mut dfa, &first, &mut walker, range);
+        total.walk(vocab, &mut dfa, &mut first, &mut walker, range);
     }
     let accepted = smallest_form_of_runs(vocab, &total.runs, total.runs_len, &total.parsed.accepted);
     total.parsed.into_base(accepted)
+}
+
+/// Which first bytes the entry's isolated parser reads, probed on demand: a token whose first
+/// byte it cannot read is rejected, as in the full walk (which skips its whole first-byte
+/// block). Most entries never ask (their first set escapes nowhere).
+struct FirstBytes {
+    /// The parser, made on the first question.
+    parser: Option<Parser>,
+    fsm: Arc<GrammarFsm>,
+    context: Box<[StateId]>,
+    state: StateId,
+    /// Per byte: not asked yet, or the answer.
+    known: [Option<bool>; 256],
+}
+
+impl FirstBytes {
+    fn new(fsm: &Arc<GrammarFsm>, context: &[StateId], state: StateId) -> Self {
+        FirstBytes { parser: None, fsm: Arc::clone(fsm), context: context.into(), state, known: [None; 256] }
+    }
+
+    fn reads(&mut self, b: u8) -> bool {
+        if let Some(known) = self.known[b as usize] {
+            return known;
+        }
+        let parser =
+            self.parser.get_or_insert_with(|| Parser::isolated(Arc::clone(&self.fsm), self.state, &self.context));
+        let reads = !Sentinel::is_lead(b) && parser.advance_byte(b);
+        if reads {
+            parser.pop_bytes(1);
+        }
+        self.known[b as usize] = Some(reads);
+        reads
+    }
 }
 
 /// Where a first byte's walk is shared.
@@ -726,7 +753,7 @@ impl FirstByteWalk {
         &mut self,
         vocab: &'v Vocabulary,
         dfa: &mut LazyDfa<'_>,
-        first: &[bool; 256],
+        first: &mut FirstBytes,
         walker: &mut ListedWalker<'v>,
         range: std::ops::Range<usize>,
     ) {

@@ -231,13 +231,22 @@ impl Shared {
     /// The pool key of a first-byte walk of an entry of a rule in `context`, from the item and
     /// the byte (see `byte_paths.rs`).
     fn walk_key<'a>(&'a self, fsm: &'a GrammarFsm, context: &'a [StateId]) -> impl Fn(StateId, u8) -> Option<u64> + 'a {
-        // Every item of one entry is a state of the entry's own rule.
+        // Every item of one entry is a state of the entry's own rule; most of its first bytes
+        // read into a few items (the generic key body): their seeds are kept.
         let context_hash = std::cell::OnceCell::new();
+        let seeds: std::cell::RefCell<crate::util::hash::FastMap<StateId, Option<u64>>> = Default::default();
         move |item, b| {
-            let item_hash = self.rooted.of(&self.hashes, fsm, item)?;
-            let context_hash =
-                (*context_hash.get_or_init(|| pool::context_key(&self.hashes, fsm, fsm.rule_of(item), context)))?;
-            Some(pool::path_walk_key(self.pool.vocab_fingerprint(), item_hash, context_hash, b))
+            let known = seeds.borrow().get(&item).copied();
+            let seed = known.unwrap_or_else(|| {
+                let seed = self.rooted.of(&self.hashes, fsm, item).and_then(|item_hash| {
+                    let context_hash = (*context_hash
+                        .get_or_init(|| pool::context_key(&self.hashes, fsm, fsm.rule_of(item), context)))?;
+                    Some(pool::path_walk_seed(self.pool.vocab_fingerprint(), item_hash, context_hash))
+                });
+                seeds.borrow_mut().insert(item, seed);
+                seed
+            })?;
+            Some(pool::path_walk_key(seed, b))
         }
     }
 }

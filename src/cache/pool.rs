@@ -458,14 +458,20 @@ fn write_context(
 /// on that byte (see `byte_paths::PathMemoKey`): the isolated parser is then in the state of an
 /// entry of `item` itself, so the walk depends on what an entry of `item` depends on (items 1,
 /// 2 and 4 of the module docs: `item_hash`, its rooted hash, and `context_hash`, the entry's
-/// [`context_key`]) and on `byte`. The same generic key body after a first byte no property
-/// name starts with is walked once for every object of every grammar.
-pub(super) fn path_walk_key(vocab_id: u64, item_hash: u64, context_hash: u64, byte: u8) -> u64 {
+/// [`context_key`]; `seed` is [`path_walk_seed`] of them) and on `byte`. The same generic key
+/// body after a first byte no property name starts with is walked once for every object of
+/// every grammar.
+pub(super) fn path_walk_key(seed: u64, byte: u8) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(&[byte], seed)
+}
+
+/// The part of [`path_walk_key`] that does not depend on the byte (an entry computes it once
+/// per item).
+pub(super) fn path_walk_seed(vocab_id: u64, item_hash: u64, context_hash: u64) -> u64 {
     // A domain of its own: never equal to an entry's key.
     const DOMAIN_WALK: u64 = 0x7761_6c6b;
     let mut h = StableHasher::new();
-    h.write_u64(KEY_VERSION).write_u64(DOMAIN_WALK).write_u64(vocab_id).write_u64(byte as u64);
-    h.write_u64(item_hash).write_u64(context_hash);
+    h.write_u64(KEY_VERSION).write_u64(DOMAIN_WALK).write_u64(vocab_id).write_u64(item_hash).write_u64(context_hash);
     h.finish()
 }
 
