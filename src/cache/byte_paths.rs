@@ -20,7 +20,10 @@
 //! A set holds every item the parser holds, except where it *escapes*: an item at the root
 //! frame on a final state (the rule may end and the parser exit into what follows), a
 //! prediction of a rule the walk does not follow, or items left out (frames nested deeper than
-//! [`MAX_FRAME_DEPTH`], a closure past [`MAX_SET`] items). A token that dies in the walk with
+//! [`MAX_FRAME_DEPTH`], a closure past [`MAX_SET`] items). (An end before the first byte is
+//! not counted: for an entry without a certain context, whose rule's end is the isolated
+//! parser's, the first set does not escape for its final items; an optional rest of an object
+//! whose tokens start with a space, say.) A token that dies in the walk with
 //! no escaping set on its path dies in the parser at the same byte, with no exit before: it is
 //! rejected without the parser (a key position's tokens holding a control byte, say). Where
 //! the walk gives up (a set past [`MAX_SET`] items, more than [`MAX_SETS`] sets), the parser
@@ -106,7 +109,8 @@ impl PathSplit {
                     gave_up = next == GIVE_UP;
                     break;
                 }
-                escaped.push(escaped[k] || dfa.escapes(path[k]));
+                let escapes = if k == 0 { dfa.escapes_at_start() } else { dfa.escapes(path[k]) };
+                escaped.push(escaped[k] || escapes);
                 path.push(next);
                 k += 1;
                 // The node of this prefix starts at `i` (shorter shared ones were tried
@@ -132,7 +136,7 @@ impl PathSplit {
             // there, no item reads it (the set holds them all), else the parser says.
             let end = trie.subtree_end(trie.node(lcp, i, k + 1));
             let parser_reads_on = match k {
-                0 => (gave_up || dfa.escapes(path[0])) && first.reads(bytes[0]),
+                0 => (gave_up || dfa.escapes_at_start()) && first.reads(bytes[0]),
                 _ => gave_up || escaped[k] || dfa.escapes(path[k]),
             };
             if parser_reads_on {
@@ -213,6 +217,8 @@ struct LazyDfa<'a> {
     escapes: Vec<bool>,
     /// [`LazyDfa::predicted_first`], computed on first use.
     predicted_first: Option<ByteSet>,
+    /// [`LazyDfa::escapes_at_start`].
+    start_escapes: bool,
     /// Per (item, set) met by [`LazyDfa::own_item`]: whether the set is the item's closure.
     own_sets: FastMap<(StateId, u32), bool>,
     ids: FastMap<Box<[Item]>, u32>,
@@ -223,7 +229,7 @@ struct LazyDfa<'a> {
 
 impl<'a> LazyDfa<'a> {
     /// A DFA whose set 0 is the closure of `state`.
-    fn new(fsm: &'a GrammarFsm, state: StateId, source: &'a PathSource<'a>) -> Self {
+    fn new(fsm: &'a GrammarFsm, state: StateId, context: &[StateId], source: &'a PathSource<'a>) -> Self {
         let mut closures = Closures::new(fsm, state);
         let first = closures.of((state, ROOT));
         let cut = first.cut;
@@ -243,9 +249,23 @@ impl<'a> LazyDfa<'a> {
             ids: FastMap::default(),
             next: Vec::new(),
             targets: Vec::new(),
+            start_escapes: false,
+        };
+        // Without a context the rule's end is the isolated parser's, and an end before the
+        // first byte is not counted (see `crate::cache`): before the first byte, only the
+        // other reasons make the set escape.
+        dfa.start_escapes = match context.is_empty() {
+            true => cut || start.iter().any(|it| dfa.predicts_unfollowed(it)),
+            false => dfa.escapes_of(&start, cut),
         };
         dfa.intern(start, cut);
         dfa
+    }
+
+    /// Whether the first set escapes before its first byte is read (see [`LazyDfa::new`]).
+    #[inline]
+    fn escapes_at_start(&self) -> bool {
+        self.start_escapes
     }
 
     /// Whether a state of set `set` reads every token of trie node `node`'s subtree inside its
@@ -264,7 +284,7 @@ impl<'a> LazyDfa<'a> {
     /// differently, a completion before `b` may read it, an item of a rule predicted before `b`
     /// reads it).
     fn own_item(&mut self, b: u8) -> Option<StateId> {
-        if self.closures.own_counted.is_some() || self.escapes(0) || self.predicted_first().contains(b) {
+        if self.closures.own_counted.is_some() || self.escapes_at_start() || self.predicted_first().contains(b) {
             return None;
         }
         let next = self.step(0, b);
@@ -348,8 +368,12 @@ impl<'a> LazyDfa<'a> {
             let counted_start = !matches!(fsm.rule(rule).kind, RuleKind::Plain) && s == fsm.rule(rule).start;
             f == ROOT && (fsm.is_final(s) || counted_start)
         };
-        let unfollowed = |&(s, _): &Item| fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()]);
-        cut || items.iter().any(|it| leaves(it) || unfollowed(it))
+        cut || items.iter().any(|it| leaves(it) || self.predicts_unfollowed(it))
+    }
+
+    /// Whether item `it` predicts a rule the walk does not follow.
+    fn predicts_unfollowed(&self, &(s, _): &Item) -> bool {
+        self.closures.fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()])
     }
 
     fn intern(&mut self, set: Vec<Item>, cut: bool) -> u32 {
@@ -654,7 +678,7 @@ pub(super) fn paths_base(
     memo: Option<&PathMemo>,
 ) -> BaseEntry {
     let mut first = FirstBytes::new(fsm, context, state);
-    let mut dfa = LazyDfa::new(fsm, state, source);
+    let mut dfa = LazyDfa::new(fsm, state, context, source);
     // With a pool, walks are shared through it (across grammars, and within this one).
     let memo = memo.filter(|memo| source.pooled.is_none() && memo.seen_before(dfa.own, context));
     let mut walker = ListedWalker::new(fsm, context, state);
