@@ -627,6 +627,7 @@ impl MaskCache {
             + memory_of(&self.loop_counts, |t| t.memory_usage())
             + memory_of(&self.region_tables, |t| t.memory_usage())
             + self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum::<usize>()
+            + self.follow_automaton.get().map_or(0, |f| f.memory_usage())
     }
 }
 

@@ -28,9 +28,11 @@ use crate::util::sentinel::Sentinel;
 /// costs on a huge grammar (the answer stays exact, only less sharp).
 const MAX_VISITED: usize = 20_000;
 /// Sets the shared reading automaton ([`ReadingSets`]) numbers, and states it stores in all,
-/// before further steps are computed without being stored (the same answers, no reuse).
-const MAX_SETS: usize = 4096;
-const MAX_STORED_STATES: usize = 1 << 20;
+/// before further steps are computed without being stored (the same answers, no reuse): at
+/// most about 2 MiB per grammar (a 1 KiB row per set), where the sets readings meet are
+/// usually a few dozen.
+const MAX_SETS: usize = 1024;
+const MAX_STORED_STATES: usize = 1 << 18;
 
 /// The stack-free automaton of what may follow each rule of a [`GrammarFsm`] (see the module
 /// documentation).
@@ -128,6 +130,12 @@ impl FollowAutomaton {
         }
         budget.left -= visited.min(budget.left);
         gave_up || !sets.states_of(&current).is_empty()
+    }
+
+    /// Heap bytes held by the readings' shared sets (see [`FollowAutomaton::may_follow_within`]).
+    pub fn memory_usage(&self) -> usize {
+        let sets = self.sets.lock().unwrap_or_else(PoisonError::into_inner);
+        sets.next.len() * std::mem::size_of::<[u32; 256]>() + sets.stored * 2 * std::mem::size_of::<StateId>()
     }
 
     /// Whether the closure of the states reached once `rule` has ended is small enough to
