@@ -239,37 +239,31 @@ impl MaskPool {
     /// The free-text base under `key` (see [`super::dispatch::free_text_key`]), built by `build`
     /// (outside the lock) when absent.
     pub(super) fn free_text_base(&self, key: u128, build: impl FnOnce() -> FreeTextBase) -> Arc<FreeTextBase> {
-        get_or_insert(&self.free_text, key, build)
+        get_or_insert(&self.free_text, key, || Arc::new(build()))
     }
 
     /// The slice of the lexical loop under `key` (see [`super::lexical_loop::loop_key`]), built
     /// by `build` (outside the lock) when absent.
     pub(super) fn loop_slice(&self, key: u128, build: impl FnOnce() -> LoopSlice) -> Arc<LoopSlice> {
-        get_or_insert(&self.loop_slices, key, build)
+        get_or_insert(&self.loop_slices, key, || Arc::new(build()))
     }
 
     /// The table of the byte region under `key` (see `region.rs`), built by `build` (outside the
     /// lock) when absent.
     pub(super) fn region_table(&self, key: u128, build: impl FnOnce() -> RegionTable) -> Arc<RegionTable> {
-        get_or_insert(&self.region_tables, key, build)
+        get_or_insert(&self.region_tables, key, || Arc::new(build()))
     }
 
     /// Whether the region under `key` is worth a table (see `region.rs`), decided by `decide`
     /// (outside the lock) when not known.
     pub(super) fn region_worth(&self, key: u128, decide: impl FnOnce() -> bool) -> bool {
-        if let Some(&worth) = self.region_worth.lock().get(&key) {
-            return worth;
-        }
-        let worth = decide();
-        let released = self.region_worth.lock().insert(key, worth);
-        drop(released);
-        worth
+        get_or_insert(&self.region_worth, key, decide)
     }
 
     /// The loop-back table of the forced repetition under `key` (see `counted.rs`), built by
     /// `build` (outside the lock) when absent.
     pub(super) fn loop_counts(&self, key: u128, build: impl FnOnce() -> LoopCounts) -> Arc<LoopCounts> {
-        get_or_insert(&self.loop_counts, key, build)
+        get_or_insert(&self.loop_counts, key, || Arc::new(build()))
     }
 
     /// The fingerprint of the vocabulary the pool serves ([`vocabulary_fingerprint`]).
@@ -365,13 +359,14 @@ impl MaskPool {
     }
 }
 
-/// The value under `key` in `cache`, built by `build` (outside the lock) and inserted when absent.
-fn get_or_insert<T>(cache: &Mutex<BoundedCache<u128, Arc<T>>>, key: u128, build: impl FnOnce() -> T) -> Arc<T> {
+/// The value under `key` in `cache` (an `Arc` or a flag: cheap to clone), built by `build`
+/// (outside the lock) and inserted when absent.
+fn get_or_insert<V: Clone>(cache: &Mutex<BoundedCache<u128, V>>, key: u128, build: impl FnOnce() -> V) -> V {
     if let Some(value) = cache.lock().get(&key) {
-        return Arc::clone(value);
+        return value.clone();
     }
-    let value = Arc::new(build());
-    let released = cache.lock().insert(key, Arc::clone(&value));
+    let value = build();
+    let released = cache.lock().insert(key, value.clone());
     drop(released);
     value
 }
