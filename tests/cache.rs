@@ -221,12 +221,24 @@ fn loop_slices_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseE
     fast_path_equals_walks(grammar, maskforge::cache::build_base_from_loop)
 }
 
+/// The same with every loop's slice built from its core without edges on `delimiter` (see
+/// `lexical_loop::core_of`; the engine's delimiter, the quote, is not in the small vocabulary).
+fn core_slices_equal_walks(grammar: &CompiledGrammar, delimiter: u8) -> Result<usize, TestCaseError> {
+    fast_path_equals_walks(grammar, |fsm, context, vocab, state| {
+        maskforge::cache::build_base_from_loop_core(fsm, context, vocab, state, delimiter)
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn loop_slices_equal_walks_on_random_grammars(g in gen::grammar(), counted in any::<bool>()) {
-        loop_slices_equal_walks(&compile(&g, &small_vocab(), MaskCacheMode::Jit, counted))?;
+        let grammar = compile(&g, &small_vocab(), MaskCacheMode::Jit, counted);
+        loop_slices_equal_walks(&grammar)?;
+        for delimiter in [b'a', b'b'] {
+            core_slices_equal_walks(&grammar, delimiter)?;
+        }
     }
 }
 
@@ -242,6 +254,9 @@ fn loop_slices_equal_walks_with_real_vocabularies() {
         r#"root ::= [0-9]+ ("." [0-9]+)? | "x" [a-z]* "!" | [^\n]* "\n""#,
         r#"root ::= ("é" | [α-ω] | "ab")* "." root | "" "#,
         r#"root ::= "\"" ([^"\\] | esc)* "\"" [ ]* "," root | "."  esc ::= "\\" (["n] | "u" [0-9a-f]{4})"#,
+        // Arrays of strings: the loop of the array holds the string body, its core.
+        r#"root ::= "[" [ ]* "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])+ "\"" ([ ]* "," [ ]* "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])+ "\"")* [ ]* "]""#,
+        r#"root ::= ("\"" [a-z"]* "\"" [0-9]* ",")+"#,
     ];
     let mut compared = 0;
     for tokenizer in ["llama3", "llama2"] {

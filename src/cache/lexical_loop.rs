@@ -61,16 +61,66 @@ impl LoopSlice {
     /// set automaton ([`SetDfa`]), or set by set when that grows past [`SetDfa::MAX_SETS`].
     pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, start: StateId, in_loop: &Loop<'_>) -> Self {
         let dfa = SetDfa::new(fsm, start, in_loop, SetDfa::MAX_SETS);
-        Self::walk(vocab, SetPath { dfa, path: vec![0] }).unwrap_or_else(|| {
+        Self::walk(vocab, SetPath::new(dfa)).unwrap_or_else(|| {
             Self::walk(vocab, SetsWalk { fsm, in_loop, sets: StateSets::new(start) })
                 .expect("a set-by-set walk always completes")
         })
     }
 
+    /// The slice of `in_loop` from `start`, given the slice of a part of it holding `start`
+    /// (see [`core_of`]): a token the part reads entirely is read entirely by the loop (the
+    /// same edges), one that dies there dies here (no edge from the same items), and only the
+    /// tokens leaving the part are walked again, through the whole loop.
+    pub(super) fn from_core(
+        core: &LoopSlice,
+        fsm: &GrammarFsm,
+        vocab: &Vocabulary,
+        start: StateId,
+        in_loop: &Loop<'_>,
+    ) -> Self {
+        let dfa = SetDfa::new(fsm, start, in_loop, SetDfa::MAX_SETS);
+        core.walk_leaving(vocab, SetPath::new(dfa)).unwrap_or_else(|| {
+            core.walk_leaving(vocab, SetsWalk { fsm, in_loop, sets: StateSets::new(start) })
+                .expect("a set-by-set walk always completes")
+        })
+    }
+
+    /// This slice with its leaving tokens walked again by `walk`, or `None` when it gives up.
+    fn walk_leaving(&self, vocab: &Vocabulary, mut walk: impl LoopWalk) -> Option<Self> {
+        let ids = vocab.sorted_token_ids();
+        let mut inside = self.inside.to_vec();
+        let mut inside_len = self.inside_len;
+        let mut leaving = Vec::new();
+        for &pos in &self.leaving {
+            walk.truncate(1);
+            let mut stop = None;
+            for &b in vocab.sorted_token_bytes(pos as usize) {
+                match if Sentinel::is_lead(b) { Next::Dies } else { walk.step(b) } {
+                    Next::Stays => continue,
+                    Next::GiveUp => return None,
+                    next => {
+                        stop = Some(next);
+                        break;
+                    }
+                }
+            }
+            match stop {
+                None => {
+                    let id = ids[pos as usize];
+                    inside[id as usize / 32] |= 1 << (id % 32);
+                    inside_len += 1;
+                }
+                Some(Next::Leaves) => leaving.push(pos),
+                Some(_) => {}
+            }
+        }
+        Some(LoopSlice { inside: inside.into_boxed_slice(), inside_len, leaving: leaving.into_boxed_slice() })
+    }
+
     /// The slice `walk` finds, or `None` when it gives up ([`Next::GiveUp`]).
     fn walk(vocab: &Vocabulary, mut walk: impl LoopWalk) -> Option<Self> {
         let ids = vocab.sorted_token_ids();
-        let lcp = vocab.sorted_lcp();
+        let (lcp, trie) = (vocab.sorted_lcp(), vocab.trie());
         let n = ids.len();
         let mut inside = vec![0u32; mask_words(vocab.vocab_size())];
         let mut inside_len = 0;
@@ -104,8 +154,9 @@ impl LoopSlice {
                 i += 1;
                 continue;
             };
-            // Every token sharing the first `k + 1` bytes dies or leaves at the same byte.
-            let end = (i + 1..n).find(|&j| lcp[j] as usize <= k).unwrap_or(n);
+            // Every token sharing the first `k + 1` bytes dies or leaves at the same byte: the
+            // subtree of the node token `i` starts at depth `k + 1` (`k >= lcp[i]`).
+            let end = trie.subtree_end(trie.node(lcp, i, k + 1));
             if leaves {
                 leaving.extend(i as u32..end as u32);
             }
@@ -148,7 +199,14 @@ impl LoopWalk for SetsWalk<'_> {
 /// A [`LoopWalk`] through a [`SetDfa`]: one table lookup per byte once a transition is known.
 struct SetPath<'a> {
     dfa: SetDfa<'a>,
+    /// The sets after each byte of the last walked token, from set 0.
     path: Vec<u32>,
+}
+
+impl<'a> SetPath<'a> {
+    fn new(dfa: SetDfa<'a>) -> Self {
+        SetPath { dfa, path: vec![0] }
+    }
 }
 
 impl LoopWalk for SetPath<'_> {
@@ -158,6 +216,7 @@ impl LoopWalk for SetPath<'_> {
     fn truncate(&mut self, len: usize) {
         self.path.truncate(len)
     }
+    #[inline(always)]
     fn step(&mut self, b: u8) -> Next {
         let last = *self.path.last().expect("a walk always has a set");
         match self.dfa.step(last, b) {
@@ -234,12 +293,20 @@ impl<'a> SetDfa<'a> {
         id
     }
 
-    #[inline]
+    #[inline(always)]
     fn step(&mut self, set: u32, b: u8) -> u32 {
         let next = self.next[set as usize][b as usize];
         if next != Self::UNKNOWN {
             return next;
         }
+        self.learn(set, b)
+    }
+
+    /// The transition of `set` on `b`, computed and kept (the slow path of [`SetDfa::step`],
+    /// kept out of line so that the walk's loop stays small).
+    #[cold]
+    #[inline(never)]
+    fn learn(&mut self, set: u32, b: u8) -> u32 {
         let next = self.compute(set as usize, b);
         self.next[set as usize][b as usize] = next;
         next
@@ -481,13 +548,6 @@ impl Loops {
         self.loop_of(state, fsm).filter(|_| first_byte_candidates(fsm, state, vocab) >= MIN_FIRST_BYTE_TOKENS)
     }
 
-    /// Whether `state` is simple and lies on a cycle of simple states (its loop is its own, not
-    /// only the cycles its edges lead to).
-    pub(super) fn on_cycle(&self, state: StateId) -> bool {
-        let c = self.component[state.index()];
-        self.members.get(c as usize).is_some_and(|m| !m.is_empty())
-    }
-
     /// The loop of `state`, if it is simple: the cycle of simple states it lies on, or for a state
     /// on none (the first byte of a string, where a pattern or a known key may start), the state
     /// and the cycles its byte edges lead to, if any.
@@ -514,6 +574,55 @@ impl Loops {
         states.sort_unstable();
         Some(Loop { states: std::borrow::Cow::Owned(states), leave: &self.leave })
     }
+}
+
+/// The byte whose edges a loop's core leaves out ([`core_of`]): the quote that ends a string.
+pub(super) const CORE_DELIMITER: u8 = b'"';
+
+/// The slice of `in_loop` from `start`: from the slice of its core when it has one (see
+/// [`core_of`]; `core_slice` gets it from wherever slices are kept, by key), else walked whole.
+pub(super) fn build_slice(
+    fsm: &GrammarFsm,
+    vocab: &Vocabulary,
+    start: StateId,
+    in_loop: &Loop<'_>,
+    delimiter: u8,
+    core_slice: impl FnOnce(u128, &Loop<'_>) -> Arc<LoopSlice>,
+) -> LoopSlice {
+    match core_of(fsm, start, in_loop, delimiter) {
+        Some(core) => {
+            let core_slice = core_slice(loop_key(fsm, start, &core), &core);
+            LoopSlice::from_core(&core_slice, fsm, vocab, start, in_loop)
+        }
+        None => LoopSlice::new(fsm, vocab, start, in_loop),
+    }
+}
+
+/// The part of `in_loop` that `start` reaches without an edge on `delimiter` alone, when it is
+/// smaller than the loop. With the quote ([`CORE_DELIMITER`]): the body of a string inside the
+/// loop of an array of strings, say, whose elements, separators and other delimiters are
+/// grammar-specific, while the body (its escape and UTF-8 states) is the same in every grammar.
+/// The core's slice is shared through the pool, and the loop's is built from it
+/// ([`LoopSlice::from_core`]) by walking only the tokens that leave the body (those holding a
+/// quote) instead of the whole vocabulary. Any part holding `start` gives the same slice; this
+/// one is chosen for being shared.
+fn core_of<'a>(fsm: &GrammarFsm, start: StateId, in_loop: &Loop<'a>, delimiter: u8) -> Option<Loop<'a>> {
+    let mut states = vec![start];
+    let mut i = 0;
+    while i < states.len() {
+        for e in fsm.byte_edges(states[i]) {
+            let delimiter_only = e.lo == delimiter && e.hi == delimiter;
+            if !delimiter_only && in_loop.contains(e.target) && !states.contains(&e.target) {
+                states.push(e.target);
+            }
+        }
+        i += 1;
+    }
+    if states.len() == in_loop.states.len() {
+        return None;
+    }
+    states.sort_unstable();
+    Some(Loop { states: std::borrow::Cow::Owned(states), leave: in_loop.leave })
 }
 
 /// A key for the [`LoopSlice`] of `start` with loop `in_loop`: a breadth-first numbering of the
@@ -612,14 +721,14 @@ mod tests {
                 LoopSlice::walk(&vocab, SetsWalk { fsm: &fsm, in_loop: &in_loop, sets: StateSets::new(state) })
                     .unwrap();
             let dfa = SetDfa::new(&fsm, state, &in_loop, SetDfa::MAX_SETS);
-            let by_dfa = LoopSlice::walk(&vocab, SetPath { dfa, path: vec![0] }).unwrap();
+            let by_dfa = LoopSlice::walk(&vocab, SetPath::new(dfa)).unwrap();
             assert_eq!(
                 (&by_dfa.inside, by_dfa.inside_len, &by_dfa.leaving),
                 (&by_sets.inside, by_sets.inside_len, &by_sets.leaving)
             );
             // Capped at one set, the walk gives up as soon as it needs a second one.
             let capped = SetDfa::new(&fsm, state, &in_loop, 1);
-            match LoopSlice::walk(&vocab, SetPath { dfa: capped, path: vec![0] }) {
+            match LoopSlice::walk(&vocab, SetPath::new(capped)) {
                 Some(slice) => assert_eq!(slice.leaving, by_sets.leaving),
                 None => gave_up += 1,
             }
@@ -627,5 +736,35 @@ mod tests {
         }
         assert!(gave_up > 0, "no capped walk gave up");
         assert!(compared > 0, "no loop state");
+    }
+
+    /// In the loop of an array of strings, the string body is a core, and the loop's slice built
+    /// from the core's equals the one walked whole.
+    #[test]
+    fn a_string_body_is_the_core_of_an_array_loop() {
+        let src = r#"root ::= "[" "\"" ([a-b] | "\\" ["n])* "\"" ("," "\"" ([a-b] | "\\" ["n])* "\"")* "]""#;
+        let g = crate::parse_ebnf(src, "root").unwrap();
+        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+        let vocab = VocabularyBuilder::new()
+            .tokens(["a", "ab", "b\\", "\\n", "\\\"", "\"", "a\"", "\",\"", "a\",\"b", "\"]", "n", "\\", "]"])
+            .build()
+            .unwrap();
+        let loops = Loops::new(&fsm);
+        let mut cores = 0;
+        for state in fsm.states() {
+            let Some(in_loop) = loops.loop_of(state, &fsm) else { continue };
+            let Some(core) = core_of(&fsm, state, &in_loop, CORE_DELIMITER) else { continue };
+            assert!(core.states.len() < in_loop.states.len());
+            let whole = LoopSlice::new(&fsm, &vocab, state, &in_loop);
+            let core_slice = LoopSlice::new(&fsm, &vocab, state, &core);
+            let composed = LoopSlice::from_core(&core_slice, &fsm, &vocab, state, &in_loop);
+            assert_eq!(
+                (&composed.inside, composed.inside_len, &composed.leaving),
+                (&whole.inside, whole.inside_len, &whole.leaving)
+            );
+            // From the body, `","` leaves the core but stays in the array.
+            cores += (core_slice.leaving.len() > whole.leaving.len()) as usize;
+        }
+        assert!(cores > 0, "no state of the array loop has a core that a token leaves");
     }
 }

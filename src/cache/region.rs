@@ -25,7 +25,7 @@
 
 use super::pool::MaskPool;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
-use crate::tokenizer::Vocabulary;
+use crate::tokenizer::{TokenTrie, Vocabulary};
 use crate::util::sentinel::Sentinel;
 
 /// Regions larger than this are not tabled (a mask is one `u32` per trie node).
@@ -209,7 +209,9 @@ impl Region {
         })
     }
 
-    /// The region states that read `b` into a region state of `mask`.
+    /// The region states that read `b` into a region state of `mask`, state by state (the
+    /// reference for [`ReadingInto`]).
+    #[cfg(test)]
     fn reading_into(&self, b: u8, mask: u32) -> u32 {
         let mut out = 0;
         for (k, row) in self.next.iter().enumerate() {
@@ -227,6 +229,69 @@ impl Region {
     }
 }
 
+/// The region states reading a byte into a set of region states, for one table's pass: a region state has at most one edge per byte
+/// into the region, so the states reading `b` into `mask` are those reading `b` into the region
+/// less those reading it into a state outside `mask`; the loop runs over whichever of `mask`
+/// and its complement is smaller.
+struct ReadingInto {
+    all: u32,
+    /// Per byte, its column class (bytes no region state tells apart share one).
+    class: [u8; 256],
+    /// Per class, the states reading its bytes into the region.
+    into_all: Vec<u32>,
+    /// Per class and region state `t`, the states reading its bytes into `t`.
+    into_state: Vec<[u32; MAX_REGION_STATES]>,
+}
+
+impl ReadingInto {
+    fn new(region: &Region) -> Self {
+        let mut class = [0u8; 256];
+        let mut columns: Vec<Vec<u8>> = Vec::new();
+        for b in 0..256 {
+            let column: Vec<u8> = region.next.iter().map(|row| row[b]).collect();
+            let c = columns.iter().position(|c| *c == column).unwrap_or_else(|| {
+                columns.push(column);
+                columns.len() - 1
+            });
+            class[b] = c as u8;
+        }
+        let mut into_all = vec![0u32; columns.len()];
+        let mut into_state = vec![[0u32; MAX_REGION_STATES]; columns.len()];
+        for (c, column) in columns.iter().enumerate() {
+            for (k, &t) in column.iter().enumerate() {
+                if t != NONE {
+                    into_all[c] |= 1 << k;
+                    into_state[c][t as usize] |= 1 << k;
+                }
+            }
+        }
+        ReadingInto { all: region.all(), class, into_all, into_state }
+    }
+
+    /// The region states that read `b` into a region state of `mask`.
+    #[inline]
+    fn of(&self, b: u8, mask: u32) -> u32 {
+        let c = self.class[b as usize] as usize;
+        if mask == self.all {
+            return self.into_all[c];
+        }
+        let gather = |mut bits: u32| {
+            let mut out = 0;
+            while bits != 0 {
+                out |= self.into_state[c][bits.trailing_zeros() as usize];
+                bits &= bits - 1;
+            }
+            out
+        };
+        let outside = self.all & !mask;
+        if outside.count_ones() <= mask.count_ones() {
+            self.into_all[c] & !gather(outside)
+        } else {
+            gather(mask)
+        }
+    }
+}
+
 /// Per node of a vocabulary's token trie, the states of one region from which every token of
 /// the node's subtree, read from the node's depth on, stays in the region (see the module docs).
 #[derive(Debug)]
@@ -235,39 +300,19 @@ pub(crate) struct RegionTable {
 }
 
 impl RegionTable {
-    /// The table of `region` over `vocab`'s trie: one pass over the sorted vocabulary, each node
-    /// closed (its mask final) when the walk leaves its subtree, and folded into its parent.
+    /// The table of `region` over `vocab`'s trie: one pass over the trie's nodes in reverse
+    /// preorder, so that every node's mask is final (the meet of what its children allow) when
+    /// it is folded into its parent's.
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
         let trie = vocab.trie();
-        let lcp = vocab.sorted_lcp();
         let all = region.all();
-        // Reading a byte into "anywhere in the region" is the common case (a leaf's mask).
-        let into_all: Vec<u32> = (0..=255u8).map(|b| region.reading_into(b, all)).collect();
-        let mut masks = vec![0u32; trie.node_count()];
-        // The open nodes by depth - 1: (node, its byte, the mask so far).
-        let mut open: Vec<(u32, u8, u32)> = Vec::new();
-        let close = |open: &mut Vec<(u32, u8, u32)>, masks: &mut [u32]| {
-            let (node, b, mask) = open.pop().expect("a node to close");
-            masks[node as usize] = mask;
-            let up = if mask == all { into_all[b as usize] } else { region.reading_into(b, mask) };
-            if let Some(parent) = open.last_mut() {
-                parent.2 &= up;
+        let reading = ReadingInto::new(region);
+        let mut masks = vec![all; trie.node_count()];
+        for node in (0..masks.len()).rev() {
+            let parent = trie.parent(node);
+            if parent != TokenTrie::ROOT {
+                masks[parent as usize] &= reading.of(trie.byte(node), masks[node]);
             }
-        };
-        let mut node = 0u32;
-        for (pos, &shared) in lcp.iter().enumerate() {
-            let shared = shared as usize;
-            while open.len() > shared {
-                close(&mut open, &mut masks);
-            }
-            let bytes = vocab.sorted_token_bytes(pos);
-            for &b in &bytes[shared..] {
-                open.push((node, b, all));
-                node += 1;
-            }
-        }
-        while !open.is_empty() {
-            close(&mut open, &mut masks);
         }
         RegionTable { masks: masks.into_boxed_slice() }
     }
@@ -355,5 +400,25 @@ mod tests {
             }
         }
         assert!(checked > 50, "only {checked} (node, state) pairs read their subtree");
+    }
+
+    /// The class-and-complement answers equal the state-by-state ones, for every byte and
+    /// many masks, on a region of several states (the escape and UTF-8 states of a string).
+    #[test]
+    fn reading_into_by_class_equals_state_by_state() {
+        let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9" | "𐍈" | "\\" [ab"])* "\"" "#, "root").unwrap();
+        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+        let regions = Regions::new(&fsm, &vocab(), None);
+        let region = regions.region(0);
+        assert!(region.states.len() >= 5, "body, escape, and the middles of two characters");
+        let reading = ReadingInto::new(region);
+        let all = region.all();
+        let mut masks: Vec<u32> = (0..=all).step_by(7).chain([0, all]).collect();
+        masks.extend((0..region.states.len()).flat_map(|k| [1 << k, all & !(1 << k)]));
+        for mask in masks {
+            for b in 0..=255u8 {
+                assert_eq!(reading.of(b, mask), region.reading_into(b, mask), "byte {b:#x}, mask {mask:#b}");
+            }
+        }
     }
 }

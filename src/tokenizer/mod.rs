@@ -163,8 +163,9 @@ pub(crate) struct ByteTable {
     max_token_len: usize,
     /// [`Vocabulary::content_fingerprint`], computed on first use (it reads every token).
     fingerprint: std::sync::OnceLock<u64>,
-    /// [`Vocabulary::trie`], computed on first use.
-    trie: std::sync::OnceLock<TokenTrie>,
+    /// [`Vocabulary::trie`], built with the table (a few milliseconds at 128k tokens, which a
+    /// first use would add to some grammar's mask).
+    trie: TokenTrie,
     /// [`Vocabulary::tokens_longer_than`]: the normal tokens by length (longest first), and per
     /// length `n` how many are longer; computed on first use.
     by_length: std::sync::OnceLock<ByLength>,
@@ -559,11 +560,10 @@ impl Vocabulary {
         }
     }
 
-    /// The token trie over [`sorted_token_ids`](Self::sorted_token_ids) (built on first use,
-    /// one pass): a whole subtree of tokens sharing a prefix is one run of sorted positions.
+    /// The token trie over [`sorted_token_ids`](Self::sorted_token_ids): a whole subtree of
+    /// tokens sharing a prefix is one run of sorted positions.
     pub fn trie(&self) -> &TokenTrie {
-        let b = &*self.bytes;
-        b.trie.get_or_init(|| TokenTrie::new(&b.sorted_lcp, |i| self.sorted_token_bytes(i).len()))
+        &self.bytes.trie
     }
 
     /// The normal tokens longer than `len` bytes, longest first (computed once, on first use):
@@ -642,7 +642,7 @@ impl Vocabulary {
             + b.first_byte_start.capacity() * 4
             + b.normal_mask.capacity() * 4
             + b.token_mask.capacity() * 4
-            + b.trie.get().map_or(0, TokenTrie::memory_usage)
+            + b.trie.memory_usage()
             + b.by_length.get().map_or(0, |(ids, longer)| (ids.len() + longer.len()) * 4)
             + self.stop_ids.len() * 4
     }
@@ -805,6 +805,8 @@ pub(crate) fn build_byte_table(
     for &id in &texts.special_ids {
         token_mask[id as usize / 32] |= 1 << (id % 32);
     }
+    let trie =
+        TokenTrie::new(&sorted_lcp, |i| &sorted_data[sorted_offsets[i] as usize..sorted_offsets[i + 1] as usize]);
     Ok(ByteTable {
         kind,
         data,
@@ -819,7 +821,7 @@ pub(crate) fn build_byte_table(
         token_mask,
         max_token_len,
         fingerprint: std::sync::OnceLock::new(),
-        trie: std::sync::OnceLock::new(),
+        trie,
         by_length: std::sync::OnceLock::new(),
     })
 }

@@ -20,15 +20,24 @@ pub struct TokenTrie {
     first_node: Box<[u32]>,
     /// Per node, the sorted position one past the last token of its subtree.
     end: Box<[u32]>,
+    /// Per node, the byte it reads (the last byte of its prefix).
+    byte: Box<[u8]>,
+    /// Per node, its parent node, or [`TokenTrie::ROOT`] at depth 1. Parents come before their
+    /// children, so a pass over the nodes in reverse order sees every child before its parent.
+    parent: Box<[u32]>,
 }
 
 impl TokenTrie {
-    /// The trie of the tokens at sorted positions `0..lcp.len()`, whose bytes `len(i)` long
-    /// share `lcp[i]` bytes with their predecessor.
-    pub(super) fn new(lcp: &[u32], len: impl Fn(usize) -> usize) -> Self {
+    /// The parent of the nodes at depth 1 (the root is not numbered).
+    pub const ROOT: u32 = u32::MAX;
+
+    /// The trie of the tokens at sorted positions `0..lcp.len()`, with bytes `bytes(i)` sharing
+    /// `lcp[i]` bytes with their predecessor's.
+    pub(super) fn new<'a>(lcp: &[u32], bytes: impl Fn(usize) -> &'a [u8]) -> Self {
         let n = lcp.len();
         let mut first_node = Vec::with_capacity(n + 1);
         let mut end: Vec<u32> = Vec::new();
+        let (mut byte, mut parent) = (Vec::new(), Vec::new());
         // The nodes on the path to the current token, by depth - 1: they are still open.
         let mut open: Vec<u32> = Vec::new();
         for (i, &shared) in lcp.iter().enumerate() {
@@ -38,7 +47,9 @@ impl TokenTrie {
                 end[node as usize] = i as u32;
             }
             first_node.push(end.len() as u32);
-            for _ in shared..len(i) {
+            for &b in &bytes(i)[shared..] {
+                parent.push(open.last().copied().unwrap_or(Self::ROOT));
+                byte.push(b);
                 open.push(end.len() as u32);
                 end.push(0);
             }
@@ -47,7 +58,12 @@ impl TokenTrie {
             end[node as usize] = n as u32;
         }
         first_node.push(end.len() as u32);
-        TokenTrie { first_node: first_node.into_boxed_slice(), end: end.into_boxed_slice() }
+        TokenTrie {
+            first_node: first_node.into_boxed_slice(),
+            end: end.into_boxed_slice(),
+            byte: byte.into_boxed_slice(),
+            parent: parent.into_boxed_slice(),
+        }
     }
 
     /// How many nodes the trie has (the root not counted).
@@ -63,15 +79,35 @@ impl TokenTrie {
         self.first_node[pos] as usize + depth - lcp[pos] as usize - 1
     }
 
+    /// The first node sorted position `pos` starts (the nodes of positions `pos..` are numbered
+    /// from here on; equal to the next position's when `pos` starts none, and to the node count
+    /// at `pos` = the token count).
+    #[inline]
+    pub fn first_node_of(&self, pos: usize) -> usize {
+        self.first_node[pos] as usize
+    }
+
     /// The sorted position one past the last token of `node`'s subtree.
     #[inline]
     pub fn subtree_end(&self, node: usize) -> usize {
         self.end[node] as usize
     }
 
+    /// The byte `node` reads.
+    #[inline]
+    pub fn byte(&self, node: usize) -> u8 {
+        self.byte[node]
+    }
+
+    /// The parent of `node`, or [`TokenTrie::ROOT`].
+    #[inline]
+    pub fn parent(&self, node: usize) -> u32 {
+        self.parent[node]
+    }
+
     /// Heap bytes used.
     pub fn memory_usage(&self) -> usize {
-        (self.first_node.len() + self.end.len()) * 4
+        (self.first_node.len() + self.end.len() + self.parent.len()) * 4 + self.byte.len()
     }
 }
 
@@ -96,6 +132,16 @@ mod tests {
                 let prefix = &bytes[..depth];
                 let run = (pos..n).take_while(|&j| vocab.sorted_token_bytes(j).starts_with(prefix)).count();
                 assert_eq!(trie.subtree_end(node), pos + run, "subtree of {prefix:?}");
+                assert_eq!(trie.byte(node), bytes[depth - 1]);
+                let parent = trie.parent(node);
+                if depth == 1 {
+                    assert_eq!(parent, super::TokenTrie::ROOT);
+                } else {
+                    assert_eq!(
+                        parent as usize,
+                        trie.node(lcp, (0..=pos).rev().find(|&j| lcp[j] < depth as u32 - 1).unwrap(), depth - 1)
+                    );
+                }
             }
         }
         // a ab abc abd b ba c: the duplicate `ba` starts no node.
