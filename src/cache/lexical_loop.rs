@@ -40,6 +40,9 @@ use crate::util::sentinel::Sentinel;
 
 /// Walks with fewer candidate tokens than this are cheap enough as they are.
 const MIN_FIRST_BYTE_TOKENS: usize = 2048;
+/// Loops with more states than this are sliced only where walks along byte paths do not apply
+/// (see `MaskCache::sliced_loop`); string bodies have about 20.
+pub(super) const MAX_SLICED_STATES: usize = 32;
 /// Rules predicted from one state beyond which it is not treated as simple (escape sequences
 /// predict one or two).
 const MAX_PREDICTED_RULES: usize = 16;
@@ -460,6 +463,11 @@ pub(crate) struct Loop<'a> {
 }
 
 impl Loop<'_> {
+    /// How many states the loop has.
+    pub(super) fn len(&self) -> usize {
+        self.states.len()
+    }
+
     fn contains(&self, s: StateId) -> bool {
         self.states.binary_search(&s).is_ok()
     }

@@ -518,7 +518,12 @@ impl MaskCache {
         // (a string's first byte or body); else nearly every token would leave the slice and be
         // walked by the parser: a key position whose generic body is another rule, or a state
         // on a cycle whose usual bytes lead out of it (12 ms entries in MaskBench).
-        loops.to_slice(fsm, vocab, state).filter(|l| l.mostly_entered_from(fsm, vocab, state))
+        let sliced = loops.to_slice(fsm, vocab, state).filter(|l| l.mostly_entered_from(fsm, vocab, state));
+        // A large loop (the automaton of a search pattern) is grammar-specific, and a grammar
+        // enters it at many states: a slice per state walks the whole vocabulary each time,
+        // while walks along byte paths share each first byte's walk between the states that
+        // byte leads to the same place (16 entries of 1.5 ms became 2 in one MaskBench file).
+        sliced.filter(|l| l.len() <= lexical_loop::MAX_SLICED_STATES || !self.uses_byte_paths(fsm, vocab, state))
     }
 
     /// How the entry of `state` is built (or would be): for profiling programs that sort

@@ -23,6 +23,7 @@
 //! breadth first from a canonical start, [`super::lexical_loop::region_key`]), so the pool keeps
 //! it for every grammar of the vocabulary, like the slices of lexical loops.
 
+use super::lexical_loop::CORE_DELIMITER;
 use super::pool::MaskPool;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::{TokenTrie, Vocabulary};
@@ -79,9 +80,13 @@ impl Regions {
                 !dispatch.contains(&rule) && edges.windows(2).all(|w| w[0].hi < w[1].lo)
             })
             .collect();
+        // Edges on the quote alone do not join components (see `lexical_loop::core_of`): the
+        // body of a string is a region of its own, the same in every grammar and tabled once
+        // through the pool, not part of the grammar-specific loop of an array of strings.
         let successors = |i: usize| {
             let edges = if eligible[i] { fsm.byte_edges(StateId::new(i)) } else { &[] };
-            edges.iter().map(|e| region_target(fsm, e.target).index()).filter(|&t| eligible[t])
+            let joins = |e: &&crate::fsm::ByteEdge| !(e.lo == CORE_DELIMITER && e.hi == CORE_DELIMITER);
+            edges.iter().filter(joins).map(|e| region_target(fsm, e.target).index()).filter(|&t| eligible[t])
         };
         let component = crate::util::scc::strongly_connected_components(n, successors);
         let mut members: crate::util::hash::FastMap<u32, Vec<StateId>> = Default::default();
