@@ -164,7 +164,7 @@ pub(super) struct PathFacts {
 }
 
 impl PathFacts {
-    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<&MaskPool>) -> Self {
+    pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
         PathFacts { regions: Regions::new(fsm, vocab, pool) }
     }
 }
@@ -388,7 +388,7 @@ impl<'a> LazyDfa<'a> {
         let regions = &self.source.facts.regions;
         let mut in_region: Option<(usize, u32)> = None;
         for &(s, _) in &set {
-            match (regions.of(s), &mut in_region) {
+            match (regions.of(self.closures.fsm, s), &mut in_region) {
                 (Some((r, bit)), Some((r0, bits))) if r == *r0 => *bits |= bit,
                 (Some((r, bit)), None) => in_region = Some((r, bit)),
                 _ => {}

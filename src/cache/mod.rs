@@ -447,7 +447,7 @@ impl MaskCache {
         let Some(in_loop) = self.sliced_loop(fsm, vocab, state) else {
             if self.uses_byte_paths(fsm, vocab, state) {
                 let facts =
-                    self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().map(|p| &**p)));
+                    self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
                 let table = |r: &region::Region| self.region_table(vocab, r);
                 let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
                 let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
@@ -713,7 +713,7 @@ impl PathWalks {
     /// The walks of `fsm`'s entries over `vocab`, sharing first-byte walks through `pool` (with
     /// other grammars' walks) as [`MaskCache`] does with a pool.
     pub fn with_pool(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Arc<MaskPool>) -> Self {
-        let facts = byte_paths::PathFacts::new(fsm, vocab, Some(&pool));
+        let facts = byte_paths::PathFacts::new(fsm, vocab, Some(Arc::clone(&pool)));
         PathWalks { facts, memo: Default::default(), shared: Some(Shared::new(fsm, pool)) }
     }
 

@@ -23,6 +23,8 @@
 //! breadth first from a canonical start, [`super::lexical_loop::region_key`]), so the pool keeps
 //! it for every grammar of the vocabulary, like the slices of lexical loops.
 
+use std::sync::{Arc, OnceLock};
+
 use super::lexical_loop::CORE_DELIMITER;
 use super::pool::MaskPool;
 use crate::fsm::{GrammarFsm, RuleKind, StateId};
@@ -57,19 +59,27 @@ pub(crate) struct Region {
     pub(crate) key: u128,
 }
 
-/// The tabled regions of a grammar, found on first use.
+/// The tabled regions of a grammar. The candidates (strongly connected sets of states) are found
+/// with the grammar's facts; whether one is worth a table, and its transitions, on the first walk
+/// that meets one of its states: a grammar with a hundred string properties has a hundred string
+/// bodies, and building every region up front cost up to milliseconds on the first walk.
 #[derive(Debug)]
 pub(crate) struct Regions {
-    /// Per state: `region << 8 | index in the region`, or `u32::MAX`.
-    member: Vec<u32>,
-    regions: Vec<Region>,
+    /// Per state, the candidate it belongs to, or `u32::MAX`.
+    candidate: Vec<u32>,
+    /// Per candidate, its states (sorted) and its region once asked for (`None`: not worth a
+    /// table).
+    candidates: Vec<(Box<[StateId]>, OnceLock<Option<Region>>)>,
+    vocab: Vocabulary,
+    /// Where whether a region is worth a table is asked once per region structure.
+    pool: Option<Arc<MaskPool>>,
 }
 
 impl Regions {
-    /// The regions of `fsm` worth a table for `vocab` (see the module docs). With a `pool`,
-    /// whether a region is worth one is asked once per region structure (the same string body
-    /// recurs in every grammar of a server).
-    pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<&MaskPool>) -> Self {
+    /// The candidate regions of `fsm` over `vocab` (see the module docs). With a `pool`, whether
+    /// a region is worth a table is asked once per region structure (the same string body recurs
+    /// in every grammar of a server).
+    pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
         let n = fsm.state_len();
         let dispatch: Vec<_> = fsm.dispatch_rules().collect();
         let eligible: Vec<bool> = fsm
@@ -102,29 +112,33 @@ impl Regions {
             .collect();
         candidates.iter_mut().for_each(|m| m.sort_unstable());
         candidates.sort_unstable();
-        let mut out = Regions { member: vec![u32::MAX; n], regions: Vec::new() };
-        for states in candidates {
-            let Some(region) = Region::new(fsm, vocab, &states, pool) else { continue };
-            let r = out.regions.len() as u32;
-            for (k, &s) in region.states.iter().enumerate() {
-                out.member[s.index()] = r << 8 | k as u32;
+        let mut candidate = vec![u32::MAX; n];
+        for (c, states) in candidates.iter().enumerate() {
+            for s in states {
+                candidate[s.index()] = c as u32;
             }
-            out.regions.push(region);
         }
-        out
+        let candidates = candidates.into_iter().map(|m| (m.into_boxed_slice(), OnceLock::new())).collect();
+        Regions { candidate, candidates, vocab: vocab.clone(), pool }
     }
 
-    /// The tabled region `s` belongs to and its bit there. (A state of a counted repetition is
-    /// only ever in the sets of its own rule's entries: see [`region_target`].)
-    #[inline]
-    pub(crate) fn of(&self, s: StateId) -> Option<(usize, u32)> {
-        let m = self.member[s.index()];
-        (m != u32::MAX).then(|| ((m >> 8) as usize, 1 << (m & 0xff)))
+    /// The tabled region `s` belongs to and its bit there, the region decided on first use.
+    /// (A state of a counted repetition is only ever in the sets of its own rule's entries: see
+    /// [`region_target`].)
+    pub(crate) fn of(&self, fsm: &GrammarFsm, s: StateId) -> Option<(usize, u32)> {
+        let c = self.candidate[s.index()];
+        if c == u32::MAX {
+            return None;
+        }
+        let (states, region) = &self.candidates[c as usize];
+        let region = region.get_or_init(|| Region::new(fsm, &self.vocab, states, self.pool.as_deref())).as_ref()?;
+        let k = region.states.iter().position(|&t| t == s).expect("a region holds its candidate's states");
+        Some((c as usize, 1 << k))
     }
 
-    /// Region `r`.
+    /// Region `r`, as [`Regions::of`] returned it.
     pub(crate) fn region(&self, r: usize) -> &Region {
-        &self.regions[r]
+        self.candidates[r].1.get().and_then(Option::as_ref).expect("a region `of` returned")
     }
 }
 
@@ -354,6 +368,14 @@ mod tests {
         VocabularyBuilder::new().tokens(tokens).build().unwrap()
     }
 
+    /// The grammar's one tabled region (a string body).
+    fn only_region<'a>(fsm: &GrammarFsm, regions: &'a Regions) -> &'a Region {
+        let found: std::collections::BTreeSet<usize> =
+            fsm.states().filter_map(|s| regions.of(fsm, s)).map(|(r, _)| r).collect();
+        assert_eq!(found.len(), 1, "the string body is one region");
+        regions.region(*found.first().unwrap())
+    }
+
     /// Whether `rest` read from region state `k` stays in the region.
     fn stays(region: &Region, mut k: usize, rest: &[u8]) -> bool {
         for &b in rest {
@@ -374,7 +396,7 @@ mod tests {
         let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
         let start = fsm.rule(crate::fsm::FsmRuleId::new(counted)).start;
         let regions = Regions::new(&fsm, &vocab(), None);
-        let (r, bit) = regions.of(start).expect("the counted body is a region");
+        let (r, bit) = regions.of(&fsm, start).expect("the counted body is a region");
         let region = regions.region(r);
         let k = bit.trailing_zeros() as usize;
         assert!(stays(region, k, "ab\u{e9}ba".as_bytes()) && !stays(region, k, b"a\""));
@@ -386,8 +408,7 @@ mod tests {
         let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
         let vocab = vocab();
         let regions = Regions::new(&fsm, &vocab, None);
-        assert_eq!(regions.regions.len(), 1, "the string body is one region");
-        let region = regions.region(0);
+        let region = only_region(&fsm, &regions);
         assert!(region.states.len() >= 3, "body, escape and the middle of `é`");
         let table = RegionTable::new(&vocab, region);
         let (trie, lcp) = (vocab.trie(), vocab.sorted_lcp());
@@ -414,7 +435,7 @@ mod tests {
         let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9" | "𐍈" | "\\" [ab"])* "\"" "#, "root").unwrap();
         let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
         let regions = Regions::new(&fsm, &vocab(), None);
-        let region = regions.region(0);
+        let region = only_region(&fsm, &regions);
         assert!(region.states.len() >= 5, "body, escape, and the middles of two characters");
         let reading = ReadingInto::new(region);
         let all = region.all();
