@@ -67,12 +67,18 @@ pub(crate) struct Region {
 pub(crate) struct Regions {
     /// Per state, the candidate it belongs to, or `u32::MAX`.
     candidate: Vec<u32>,
-    /// Per candidate, its states (sorted) and its region once asked for (`None`: not worth a
-    /// table).
-    candidates: Vec<(Box<[StateId]>, OnceLock<Option<Region>>)>,
+    candidates: Vec<Candidate>,
     vocab: Vocabulary,
     /// Where whether a region is worth a table is asked once per region structure.
     pool: Option<Arc<MaskPool>>,
+}
+
+/// A candidate region: its states (sorted) and its region once asked for (`None`: not worth a
+/// table).
+#[derive(Debug)]
+struct Candidate {
+    states: Box<[StateId]>,
+    region: OnceLock<Option<Region>>,
 }
 
 impl Regions {
@@ -118,7 +124,10 @@ impl Regions {
                 candidate[s.index()] = c as u32;
             }
         }
-        let candidates = candidates.into_iter().map(|m| (m.into_boxed_slice(), OnceLock::new())).collect();
+        let candidates = candidates
+            .into_iter()
+            .map(|m| Candidate { states: m.into_boxed_slice(), region: OnceLock::new() })
+            .collect();
         Regions { candidate, candidates, vocab: vocab.clone(), pool }
     }
 
@@ -130,7 +139,7 @@ impl Regions {
         if c == u32::MAX {
             return None;
         }
-        let (states, region) = &self.candidates[c as usize];
+        let Candidate { states, region } = &self.candidates[c as usize];
         let region = region.get_or_init(|| Region::new(fsm, &self.vocab, states, self.pool.as_deref())).as_ref()?;
         let k = region.states.iter().position(|&t| t == s).expect("a region holds its candidate's states");
         Some((c as usize, 1 << k))
@@ -138,7 +147,7 @@ impl Regions {
 
     /// Region `r`, as [`Regions::of`] returned it.
     pub(crate) fn region(&self, r: usize) -> &Region {
-        self.candidates[r].1.get().and_then(Option::as_ref).expect("a region `of` returned")
+        self.candidates[r].region.get().and_then(Option::as_ref).expect("a region `of` returned")
     }
 }
 
