@@ -269,7 +269,13 @@ struct ReadingInto {
     into_all: Vec<u32>,
     /// Per class and region state `t`, the states reading its bytes into `t`.
     into_state: Vec<[u32; MAX_REGION_STATES]>,
+    /// Answers met before, direct-mapped by class and mask: a table's pass asks the same few
+    /// questions at most of its nodes (the masks of a string body's subtrees repeat).
+    memo: Box<[(u64, u32)]>,
 }
+
+/// Slots of [`ReadingInto::memo`] (a power of two).
+const MEMO_SLOTS: usize = 1024;
 
 impl ReadingInto {
     fn new(region: &Region) -> Self {
@@ -293,16 +299,28 @@ impl ReadingInto {
                 }
             }
         }
-        ReadingInto { all: region.all(), class, into_all, into_state }
+        let memo = vec![(u64::MAX, 0); MEMO_SLOTS].into_boxed_slice();
+        ReadingInto { all: region.all(), class, into_all, into_state, memo }
     }
 
     /// The region states that read `b` into a region state of `mask`.
     #[inline]
-    fn of(&self, b: u8, mask: u32) -> u32 {
+    fn of(&mut self, b: u8, mask: u32) -> u32 {
         let c = self.class[b as usize] as usize;
         if mask == self.all {
             return self.into_all[c];
         }
+        let key = (c as u64) << 32 | mask as u64;
+        let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % MEMO_SLOTS;
+        if self.memo[slot].0 == key {
+            return self.memo[slot].1;
+        }
+        let answer = self.compute(c, mask);
+        self.memo[slot] = (key, answer);
+        answer
+    }
+
+    fn compute(&self, c: usize, mask: u32) -> u32 {
         let gather = |mut bits: u32| {
             let mut out = 0;
             while bits != 0 {
@@ -334,7 +352,7 @@ impl RegionTable {
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
         let trie = vocab.trie();
         let all = region.all();
-        let reading = ReadingInto::new(region);
+        let mut reading = ReadingInto::new(region);
         let mut masks = vec![all; trie.node_count()];
         for node in (0..masks.len()).rev() {
             let parent = trie.parent(node);
@@ -446,7 +464,7 @@ mod tests {
         let regions = Regions::new(&fsm, &vocab(), None);
         let region = only_region(&fsm, &regions);
         assert!(region.states.len() >= 5, "body, escape, and the middles of two characters");
-        let reading = ReadingInto::new(region);
+        let mut reading = ReadingInto::new(region);
         let all = region.all();
         let mut masks: Vec<u32> = (0..=all).step_by(7).chain([0, all]).collect();
         masks.extend((0..region.states.len()).flat_map(|k| [1 << k, all & !(1 << k)]));
