@@ -556,6 +556,13 @@ impl Loops {
         self.loop_of(state, fsm).filter(|_| first_byte_candidates(fsm, state, vocab) >= MIN_FIRST_BYTE_TOKENS)
     }
 
+    /// Whether `state` is simple and lies on a cycle of simple states (its loop is its own, not
+    /// only the cycles its edges lead to).
+    pub(super) fn on_cycle(&self, state: StateId) -> bool {
+        let c = self.component[state.index()];
+        self.members.get(c as usize).is_some_and(|m| !m.is_empty())
+    }
+
     /// The loop of `state`, if it is simple: the cycle of simple states it lies on, or for a state
     /// on none (the first byte of a string, where a pattern or a known key may start), the state
     /// and the cycles its byte edges lead to, if any.
@@ -697,6 +704,12 @@ pub(super) fn loop_base(
 }
 
 impl LoopSlice {
+    /// Whether more than three quarters of the vocabulary's normal tokens leave the loop (each
+    /// one a parser walk: see `MaskCache::walk`).
+    pub(super) fn leaves_most(&self, vocab: &Vocabulary) -> bool {
+        self.leaving.len() * 4 > vocab.sorted_token_ids().len() * 3
+    }
+
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
         (self.inside.len() + self.leaving.len()) * 4

@@ -444,26 +444,32 @@ impl MaskCache {
     /// a counted repetition) first runs the vocabulary through the automaton along byte
     /// paths, and walks with the parser only the tokens that need it (see `byte_paths.rs`).
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
-        let Some(in_loop) = self.sliced_loop(fsm, vocab, state) else {
-            if self.uses_byte_paths(fsm, vocab, state) {
-                let facts =
-                    self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
-                let table = |r: &region::Region| self.region_table(vocab, r);
-                let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
-                let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
-                let source = byte_paths::PathSource { facts, table: &table, pooled };
-                return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
+        let paths = self.uses_byte_paths(fsm, vocab, state);
+        if let Some(in_loop) = self.sliced_loop(fsm, vocab, state, paths) {
+            let key = lexical_loop::loop_key(fsm, state, &in_loop);
+            let slice = self.loop_slice(key, || {
+                let delimiter = lexical_loop::CORE_DELIMITER;
+                lexical_loop::build_slice(fsm, vocab, state, &in_loop, delimiter, |core_key, core| {
+                    self.loop_slice(core_key, || lexical_loop::LoopSlice::new(fsm, vocab, state, core))
+                })
+            });
+            // A state on a cycle whose usual bytes lead out of it leaves its slice on nearly
+            // every token, each one for the parser: 12 ms entries in MaskBench. Its slice is cheap
+            // (every walk stops at the first byte); the entry goes along byte paths instead.
+            // (Slices that a quarter of the vocabulary leaves still pay: tool-call grammars.)
+            if !paths || !slice.leaves_most(vocab) {
+                return lexical_loop::loop_base(fsm, context, vocab, state, &slice);
             }
-            return build_base(fsm, context, vocab, state);
-        };
-        let key = lexical_loop::loop_key(fsm, state, &in_loop);
-        let slice = self.loop_slice(key, || {
-            let delimiter = lexical_loop::CORE_DELIMITER;
-            lexical_loop::build_slice(fsm, vocab, state, &in_loop, delimiter, |core_key, core| {
-                self.loop_slice(core_key, || lexical_loop::LoopSlice::new(fsm, vocab, state, core))
-            })
-        });
-        lexical_loop::loop_base(fsm, context, vocab, state, &slice)
+        }
+        if paths {
+            let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
+            let table = |r: &region::Region| self.region_table(vocab, r);
+            let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
+            let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
+            let source = byte_paths::PathSource { facts, table: &table, pooled };
+            return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
+        }
+        build_base(fsm, context, vocab, state)
     }
 
     /// The slice of the loop under `key`: from the pool, or this grammar's own map without one;
@@ -512,18 +518,25 @@ impl MaskCache {
 
     /// The lexical loop whose slice the entry of `state` is built from, if any (see
     /// `lexical_loop.rs`).
-    fn sliced_loop(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Option<lexical_loop::Loop<'_>> {
+    fn sliced_loop(
+        &self,
+        fsm: &GrammarFsm,
+        vocab: &Vocabulary,
+        state: StateId,
+        paths: bool,
+    ) -> Option<lexical_loop::Loop<'_>> {
         let loops = self.loops.get_or_init(|| lexical_loop::Loops::new(fsm));
-        // A loop is sliced only when most of the state's tokens enter it with their first byte
-        // (a string's first byte or body); else nearly every token would leave the slice and be
-        // walked by the parser: a key position whose generic body is another rule, or a state
-        // on a cycle whose usual bytes lead out of it (12 ms entries in MaskBench).
-        let sliced = loops.to_slice(fsm, vocab, state).filter(|l| l.mostly_entered_from(fsm, vocab, state));
+        // A state on no cycle takes the slice of the cycles its edges lead to only when most of
+        // its tokens enter them (a string's first byte); else nearly every token would leave
+        // the slice (a key position whose generic body is another rule).
+        let sliced = loops
+            .to_slice(fsm, vocab, state)
+            .filter(|l| loops.on_cycle(state) || l.mostly_entered_from(fsm, vocab, state));
         // A large loop (the automaton of a search pattern) is grammar-specific, and a grammar
         // enters it at many states: a slice per state walks the whole vocabulary each time,
         // while walks along byte paths share each first byte's walk between the states that
         // byte leads to the same place (16 entries of 1.5 ms became 2 in one MaskBench file).
-        sliced.filter(|l| l.len() <= lexical_loop::MAX_SLICED_STATES || !self.uses_byte_paths(fsm, vocab, state))
+        sliced.filter(|l| l.len() <= lexical_loop::MAX_SLICED_STATES || !paths)
     }
 
     /// How the entry of `state` is built (or would be): for profiling programs that sort
@@ -531,7 +544,7 @@ impl MaskCache {
     pub fn build_path(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> BuildPath {
         if self.free_text.contains_key(&fsm.rule_of(state)) && fsm.is_free_text(state) {
             BuildPath::FreeText
-        } else if self.sliced_loop(fsm, vocab, state).is_some() {
+        } else if self.sliced_loop(fsm, vocab, state, self.uses_byte_paths(fsm, vocab, state)).is_some() {
             BuildPath::LoopSlice
         } else if self.uses_byte_paths(fsm, vocab, state) {
             BuildPath::BytePaths
