@@ -119,8 +119,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = JsonSchemaOptions::spec_compliant();
     let mut entries: Vec<(f64, String, StateId, String, String, usize, usize)> = Vec::new();
     let mut tbm = Vec::new();
-    // Per file: the time of its fills and of its slowest fill.
-    let mut fill_time: Vec<(f64, f64, String)> = Vec::new();
+    // Per file: the time of its fills, of its slowest fill, and how many took over 1 ms.
+    let mut fill_time: Vec<(f64, f64, String, usize)> = Vec::new();
     let mut mask = TokenBitmask::new(vocab.vocab_size());
     for path in &paths {
         let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
@@ -161,12 +161,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 matcher.fill_next_token_bitmask(mask.as_words_mut());
                 let us = t.elapsed().as_secs_f64() * 1e6;
                 tbm.push(us);
+                let slow = usize::from(us > 1000.0);
                 match fill_time.last_mut() {
                     Some(last) if last.2 == name => {
                         last.0 += us;
                         last.1 = last.1.max(us);
+                        last.3 += slow;
                     }
-                    _ => fill_time.push((us, us, name.clone())),
+                    _ => fill_time.push((us, us, name.clone(), slow)),
                 }
                 if id == u32::MAX || !mask.get(id as usize) || !matcher.accept_token(id) {
                     break;
@@ -218,16 +220,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         costs.iter().sum::<f64>() / 1e3
     );
     let s = Summary::of(&tbm);
+    let over = |limit: f64| tbm.iter().filter(|&&us| us > limit).count();
     println!(
-        "fills after their entries us: p50 {:.1} p99 {:.1} max {:.0} total {:.1} ms",
+        "fills after their entries us: p50 {:.1} p99 {:.1} max {:.0} total {:.1} ms; over 100 us / 1 ms: {} / {}",
         s.p50,
         s.p99,
         s.max,
-        tbm.iter().sum::<f64>() / 1e3
+        tbm.iter().sum::<f64>() / 1e3,
+        over(100.0),
+        over(1000.0)
     );
     fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
-    for (total, max, file) in fill_time.iter().take(10) {
-        println!("fills of {file}: total {:.1} ms, slowest {max:.0} us", total / 1e3);
+    for (total, max, file, slow) in fill_time.iter().take(10) {
+        println!("fills of {file}: total {:.1} ms, slowest {max:.0} us, {slow} over 1 ms", total / 1e3);
     }
     Ok(())
 }
