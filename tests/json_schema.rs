@@ -277,3 +277,20 @@ fn bounded_multiple_of_is_the_product_of_range_and_residue() {
         }
     }
 }
+
+/// With a pattern and length bounds, a counted state reads a character's raw form inline and
+/// only its escapes through a shared rule: were the raw characters behind that rule too, every
+/// counted state's entry would end inside a rule called from all of them, and every token
+/// longer than one character would be left to the parser at each mask.
+#[test]
+fn counted_pattern_characters_share_only_their_escapes() {
+    let schema = json!({"type": "string", "pattern": "[a-z0-9_.-]+", "minLength": 3, "maxLength": 40});
+    let (grammar, _) = maskforge::json_schema_to_grammar(&schema, &spec()).unwrap();
+    let text = grammar.to_string();
+    let shared: Vec<&str> = text.lines().filter(|l| l.starts_with("strchar")).collect();
+    assert!(!shared.is_empty(), "no shared character rule:\n{text}");
+    for line in shared {
+        let body = line.split_once("::=").unwrap().1.trim_start();
+        assert!(body.starts_with(r#""\\""#), "a shared character rule holds raw characters: {line}");
+    }
+}

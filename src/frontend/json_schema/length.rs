@@ -87,9 +87,7 @@ impl Lowerer<'_> {
                                 Some(e) => e.clone(),
                                 None => {
                                     let e = json_char(&CharClass::new(ranges.iter().copied(), false));
-                                    // A class with escapes is shared as a rule rather than
-                                    // copied into every counted state.
-                                    let e = if matches!(e, Expr::Class(_)) { e } else { self.rule_for("strchar", e)? };
+                                    let e = self.counted_char(e)?;
                                     classes.insert(ranges.as_slice(), e.clone());
                                     e
                                 }
@@ -107,5 +105,23 @@ impl Lowerer<'_> {
             self.define(ids[k], choice(alts));
         }
         Ok(Some(Expr::Rule(ids[0])))
+    }
+
+    /// A JSON character `e` (from `json_char`) as a counted state reads it: its raw characters
+    /// inline, its escapes (a dozen states each) shared as a rule rather than copied into every
+    /// counted state. Were the raw characters behind the rule too, a product state's entry
+    /// would end inside that rule at every character, called from hundreds of counted states:
+    /// no certain context, and every token longer than one character uncertain, walked by the
+    /// parser at every mask (`Github_hard---o45481`: 77k tokens, 1-2 ms a step).
+    fn counted_char(&mut self, e: Expr) -> Result<Expr, SchemaError> {
+        match e {
+            Expr::Class(_) => Ok(e),
+            Expr::Choice(mut alts) if alts.len() == 2 && matches!(alts[0], Expr::Class(_)) => {
+                let escapes = alts.pop().expect("two alternatives");
+                let raw = alts.pop().expect("two alternatives");
+                Ok(Expr::Choice(vec![raw, self.rule_for("strchar", escapes)?]))
+            }
+            e => self.rule_for("strchar", e),
+        }
     }
 }
