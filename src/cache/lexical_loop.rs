@@ -626,8 +626,7 @@ fn core_of<'a>(fsm: &GrammarFsm, start: StateId, in_loop: &Loop<'a>, delimiter: 
     let mut i = 0;
     while i < states.len() {
         for e in fsm.byte_edges(states[i]) {
-            let delimiter_only = e.lo == delimiter && e.hi == delimiter;
-            if !delimiter_only && in_loop.contains(e.target) && !states.contains(&e.target) {
+            if !e.reads_only(delimiter) && in_loop.contains(e.target) && !states.contains(&e.target) {
                 states.push(e.target);
             }
         }

@@ -540,13 +540,15 @@ impl MaskCache {
     }
 
     /// How the entry of `state` is built (or would be): for profiling programs that sort
-    /// entries by how they are built.
+    /// entries by how they are built. (A slice that most of the vocabulary leaves, known only
+    /// once built, hands its entry to the byte-path walk: it still counts as a slice here.)
     pub fn build_path(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> BuildPath {
+        let paths = self.uses_byte_paths(fsm, vocab, state);
         if self.free_text.contains_key(&fsm.rule_of(state)) && fsm.is_free_text(state) {
             BuildPath::FreeText
-        } else if self.sliced_loop(fsm, vocab, state, self.uses_byte_paths(fsm, vocab, state)).is_some() {
+        } else if self.sliced_loop(fsm, vocab, state, paths).is_some() {
             BuildPath::LoopSlice
-        } else if self.uses_byte_paths(fsm, vocab, state) {
+        } else if paths {
             BuildPath::BytePaths
         } else {
             BuildPath::Parser

@@ -101,7 +101,7 @@ impl Regions {
         // through the pool, not part of the grammar-specific loop of an array of strings.
         let successors = |i: usize| {
             let edges = if eligible[i] { fsm.byte_edges(StateId::new(i)) } else { &[] };
-            let joins = |e: &&crate::fsm::ByteEdge| !(e.lo == CORE_DELIMITER && e.hi == CORE_DELIMITER);
+            let joins = |e: &&crate::fsm::ByteEdge| !e.reads_only(CORE_DELIMITER);
             edges.iter().filter(joins).map(|e| region_target(fsm, e.target).index()).filter(|&t| eligible[t])
         };
         let component = crate::util::scc::strongly_connected_components(n, successors);
@@ -257,10 +257,10 @@ impl Region {
     }
 }
 
-/// The region states reading a byte into a set of region states, for one table's pass: a region state has at most one edge per byte
-/// into the region, so the states reading `b` into `mask` are those reading `b` into the region
-/// less those reading it into a state outside `mask`; the loop runs over whichever of `mask`
-/// and its complement is smaller.
+/// The region states reading a byte into a set of region states, for one table's pass. A
+/// region state has at most one edge per byte into the region, so the states reading `b` into
+/// `mask` are those reading `b` into the region less those reading it into a state outside
+/// `mask`; the loop runs over whichever of `mask` and its complement is smaller.
 struct ReadingInto {
     all: u32,
     /// Per byte, its column class (bytes no region state tells apart share one).

@@ -192,6 +192,14 @@ pub struct ByteEdge {
     pub target: StateId,
 }
 
+impl ByteEdge {
+    /// Whether the edge reads `b` and no other byte.
+    #[inline]
+    pub fn reads_only(&self, b: u8) -> bool {
+        self.lo == b && self.hi == b
+    }
+}
+
 /// A rule-reference edge of the frozen automaton.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RuleEdge {

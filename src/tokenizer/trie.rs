@@ -79,14 +79,6 @@ impl TokenTrie {
         self.first_node[pos] as usize + depth - lcp[pos] as usize - 1
     }
 
-    /// The first node sorted position `pos` starts (the nodes of positions `pos..` are numbered
-    /// from here on; equal to the next position's when `pos` starts none, and to the node count
-    /// at `pos` = the token count).
-    #[inline]
-    pub fn first_node_of(&self, pos: usize) -> usize {
-        self.first_node[pos] as usize
-    }
-
     /// The sorted position one past the last token of `node`'s subtree.
     #[inline]
     pub fn subtree_end(&self, node: usize) -> usize {
