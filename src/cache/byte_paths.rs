@@ -222,7 +222,8 @@ struct LazyDfa<'a> {
     /// Per (item, set) met by [`LazyDfa::own_item`]: whether the set is the item's closure.
     own_sets: FastMap<(StateId, u32), bool>,
     ids: FastMap<Box<[Item]>, u32>,
-    next: Vec<[u32; 256]>,
+    /// Per set, its row of transitions (boxed: a growing table then moves pointers, not rows).
+    next: Vec<Box<[u32; 256]>>,
     /// Scratch for the next set.
     targets: Vec<Item>,
 }
@@ -405,7 +406,7 @@ impl<'a> LazyDfa<'a> {
         let set = set.into_boxed_slice();
         self.ids.insert(set.clone(), id);
         self.sets.push(set);
-        let mut row = [UNKNOWN; 256];
+        let mut row = Box::new([UNKNOWN; 256]);
         // The sentinel lead byte is never text (see [`Sentinel`]): the parser walk never reads it.
         for (b, next) in row.iter_mut().enumerate() {
             if Sentinel::is_lead(b as u8) {
@@ -423,25 +424,38 @@ impl<'a> LazyDfa<'a> {
         if next != UNKNOWN {
             return next;
         }
-        let next = self.compute(set, b);
-        self.next[set as usize][b as usize] = next;
+        let (next, lo, hi) = self.compute(set, b);
+        // Every byte of `lo..=hi` is read by the same edges: the same set (the sentinel lead
+        // bytes keep their `DEAD`).
+        for slot in &mut self.next[set as usize][lo as usize..=hi as usize] {
+            if *slot == UNKNOWN {
+                *slot = next;
+            }
+        }
         next
     }
 
-    fn compute(&mut self, set: u32, b: u8) -> u32 {
+    /// The set after reading `b` from set `set`, and the bytes `lo..=hi` around `b` that the
+    /// same edges read (so into the same set).
+    fn compute(&mut self, set: u32, b: u8) -> (u32, u8, u8) {
         let fsm = self.closures.fsm;
         let mut targets = std::mem::take(&mut self.targets);
         targets.clear();
         let mut cut = false;
+        let (mut lo, mut hi) = (0u8, u8::MAX);
         for &(s, f) in self.sets[set as usize].iter() {
             for e in fsm.byte_edges(s) {
                 if e.lo > b {
+                    hi = hi.min(e.lo - 1);
                     break;
                 }
                 if b <= e.hi {
+                    (lo, hi) = (lo.max(e.lo), hi.min(e.hi));
                     let closure = self.closures.of((e.target, f));
                     cut |= closure.cut;
                     targets.extend_from_slice(&closure.items);
+                } else {
+                    lo = lo.max(e.hi + 1);
                 }
             }
         }
@@ -455,7 +469,7 @@ impl<'a> LazyDfa<'a> {
             self.intern(targets.clone(), cut)
         };
         self.targets = targets;
-        next
+        (next, lo, hi)
     }
 }
 

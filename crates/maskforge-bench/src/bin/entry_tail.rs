@@ -16,7 +16,8 @@
 //!
 //! Prints every entry over `--over-us` (file, state, rule, cause, first-byte tokens), then the
 //! total and count per cause, the cost distribution of all entries, and the TBM percentiles of
-//! the fills (which then build nothing: their entries are built just before).
+//! the fills (which then build nothing: their entries are built just before), and those of the
+//! steps (a step's entries and its fill: what the runner's TBM measures in one fill).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -119,6 +120,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = JsonSchemaOptions::spec_compliant();
     let mut entries: Vec<(f64, String, StateId, String, String, usize, usize)> = Vec::new();
     let mut tbm = Vec::new();
+    // Per step: its entries and its fill, what the runner's TBM measures in one fill.
+    let mut steps = Vec::new();
     // Per file: the time of its fills, of its slowest fill, and how many took over 1 ms.
     let mut fill_time: Vec<(f64, f64, String, usize)> = Vec::new();
     let mut mask = TokenBitmask::new(vocab.vocab_size());
@@ -136,6 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let Ok(ids) = encoder.encode_for_matching(&text) else { continue };
             matcher.reset();
             for &id in ids.iter().chain([u32::MAX].iter()) {
+                let entries_before = entries.len();
                 for slot in matcher.prefetch(0).slots() {
                     let path = cache.build_path(fsm, &vocab, slot.state);
                     let t = Instant::now();
@@ -161,6 +165,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 matcher.fill_next_token_bitmask(mask.as_words_mut());
                 let us = t.elapsed().as_secs_f64() * 1e6;
                 tbm.push(us);
+                steps.push(us + entries[entries_before..].iter().map(|e| e.0).sum::<f64>());
                 let slow = usize::from(us > 1000.0);
                 match fill_time.last_mut() {
                     Some(last) if last.2 == name => {
@@ -229,6 +234,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tbm.iter().sum::<f64>() / 1e3,
         over(100.0),
         over(1000.0)
+    );
+    let s = Summary::of(&steps);
+    let over = |limit: f64| steps.iter().filter(|&&us| us > limit).count();
+    println!(
+        "steps (entries + fill) us: p50 {:.1} p99 {:.1} p99.9 {:.0} max {:.0}; over 100 us / 1 ms: {} / {} of {}",
+        s.p50,
+        s.p99,
+        s.p999,
+        s.max,
+        over(100.0),
+        over(1000.0),
+        steps.len()
     );
     fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
     for (total, max, file, slow) in fill_time.iter().take(10) {
