@@ -141,6 +141,10 @@ pub(crate) struct LoopCounts {
     /// Per token id: the loop-backs, or `u32::MAX` when the repetition cannot read the token
     /// (or it is not a normal token).
     loops: Box<[u32]>,
+    /// The tokens the repetition reads, by ascending loop-backs, and per loop-back count `n`
+    /// below the longest token, where the tokens with more than `n` start in it.
+    by_loops: Box<[u32]>,
+    over: Box<[u32]>,
     /// Per budget below the longest token, the tokens whose loop-backs fit it.
     within: Box<[OnceLock<Box<[u32]>>]>,
 }
@@ -154,21 +158,52 @@ impl LoopCounts {
                 loops[id as usize] = n;
             }
         }
-        let within = (0..vocab.max_token_len()).map(|_| OnceLock::new()).collect();
-        LoopCounts { loops, within }
+        Self::from_loops(loops, vocab.max_token_len())
+    }
+
+    /// The table of `loops` (per token id, as [`LoopCounts::loops`]), with masks for the budgets
+    /// below `budgets`.
+    fn from_loops(loops: Box<[u32]>, budgets: usize) -> Self {
+        let mut by_loops: Vec<u32> = (0..loops.len() as u32).filter(|&id| loops[id as usize] != u32::MAX).collect();
+        by_loops.sort_by_key(|&id| loops[id as usize]);
+        let over = (0..budgets as u32).map(|n| by_loops.partition_point(|&id| loops[id as usize] <= n) as u32).collect();
+        let within = (0..budgets).map(|_| OnceLock::new()).collect();
+        LoopCounts { loops, by_loops: by_loops.into_boxed_slice(), over, within }
     }
 
     /// The tokens read with at most `budget` loop-backs (`budget` below the longest token).
     pub(crate) fn within(&self, budget: u32) -> &[u32] {
-        self.within[budget as usize].get_or_init(|| {
-            let mut words = vec![0u32; mask_words(self.loops.len())];
-            for (id, &n) in self.loops.iter().enumerate() {
-                if n <= budget {
-                    words[id / 32] |= 1 << (id % 32);
-                }
+        self.within[budget as usize].get_or_init(|| self.derive_within(budget as usize))
+    }
+
+    /// The mask of [`LoopCounts::within`] `budget`, from the nearest budget's mask already
+    /// built: a string's budget shrinks a little at every step, so that mask differs by the
+    /// few tokens whose loop-backs lie between the two budgets (a copy and a few bits, instead
+    /// of a pass over the vocabulary per budget).
+    fn derive_within(&self, budget: usize) -> Box<[u32]> {
+        let built = |b: usize| self.within[b].get().map(|words| (b, words));
+        let above = (budget + 1..self.within.len()).find_map(built);
+        let below = (0..budget).rev().find_map(built);
+        let nearest = match (above, below) {
+            (Some(a), Some(b)) => Some(if a.0 - budget <= budget - b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        let tokens_within = |b: usize| self.over[b] as usize;
+        let (mut words, from, to) = match nearest {
+            Some((b, words)) => (words.to_vec(), tokens_within(b), tokens_within(budget)),
+            None => (vec![0u32; mask_words(self.loops.len())], 0, tokens_within(budget)),
+        };
+        // The tokens between the two budgets: added when the budget grows, removed when it
+        // shrinks.
+        for &id in &self.by_loops[from.min(to)..from.max(to)] {
+            let (w, bit) = (id as usize / 32, 1u32 << (id % 32));
+            if to > from {
+                words[w] |= bit;
+            } else {
+                words[w] &= !bit;
             }
-            words.into_boxed_slice()
-        })
+        }
+        words.into_boxed_slice()
     }
 
     /// [`LoopCounts::within`], or `None` (every token) for a budget at least the longest
@@ -179,6 +214,40 @@ impl LoopCounts {
 
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.loops.len() * 4 + self.within.iter().filter_map(|w| w.get()).map(|w| w.len() * 4).sum::<usize>()
+        (self.loops.len() + self.by_loops.len() + self.over.len()) * 4
+            + self.within.iter().filter_map(|w| w.get()).map(|w| w.len() * 4).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every budget's mask, whatever order the budgets are asked in (so whichever neighbour
+    /// it is derived from), equals the tokens whose loop-backs fit it.
+    #[test]
+    fn a_derived_budget_mask_equals_the_tokens_within_it() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..20 {
+            let budgets = 1 + next(40) as usize;
+            let loops: Box<[u32]> = (0..1 + next(300))
+                .map(|_| if next(5) == 0 { u32::MAX } else { next(budgets as u64 + 3) as u32 })
+                .collect();
+            let counts = LoopCounts::from_loops(loops.clone(), budgets);
+            for _ in 0..budgets * 2 {
+                let budget = next(budgets as u64) as u32;
+                let words = counts.within(budget);
+                for (id, &n) in loops.iter().enumerate() {
+                    let within = words[id / 32] >> (id % 32) & 1 == 1;
+                    assert_eq!(within, n <= budget, "token {id} with {n} loop-backs, budget {budget}");
+                }
+            }
+        }
     }
 }
