@@ -222,8 +222,7 @@ struct LazyDfa<'a> {
     /// Per (item, set) met by [`LazyDfa::own_item`]: whether the set is the item's closure.
     own_sets: FastMap<(StateId, u32), bool>,
     ids: FastMap<Box<[Item]>, u32>,
-    /// Per set, its row of transitions (boxed: a growing table then moves pointers, not rows).
-    next: Vec<Box<[u32; 256]>>,
+    next: Vec<[u32; 256]>,
     /// Scratch for the next set.
     targets: Vec<Item>,
 }
@@ -406,7 +405,7 @@ impl<'a> LazyDfa<'a> {
         let set = set.into_boxed_slice();
         self.ids.insert(set.clone(), id);
         self.sets.push(set);
-        let mut row = Box::new([UNKNOWN; 256]);
+        let mut row = [UNKNOWN; 256];
         // The sentinel lead byte is never text (see [`Sentinel`]): the parser walk never reads it.
         for (b, next) in row.iter_mut().enumerate() {
             if Sentinel::is_lead(b as u8) {
