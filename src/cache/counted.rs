@@ -166,7 +166,8 @@ impl LoopCounts {
     fn from_loops(loops: Box<[u32]>, budgets: usize) -> Self {
         let mut by_loops: Vec<u32> = (0..loops.len() as u32).filter(|&id| loops[id as usize] != u32::MAX).collect();
         by_loops.sort_by_key(|&id| loops[id as usize]);
-        let over = (0..budgets as u32).map(|n| by_loops.partition_point(|&id| loops[id as usize] <= n) as u32).collect();
+        let over =
+            (0..budgets as u32).map(|n| by_loops.partition_point(|&id| loops[id as usize] <= n) as u32).collect();
         let within = (0..budgets).map(|_| OnceLock::new()).collect();
         LoopCounts { loops, by_loops: by_loops.into_boxed_slice(), over, within }
     }
