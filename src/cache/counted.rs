@@ -141,10 +141,6 @@ pub(crate) struct LoopCounts {
     /// Per token id: the loop-backs, or `u32::MAX` when the repetition cannot read the token
     /// (or it is not a normal token).
     loops: Box<[u32]>,
-    /// The tokens the repetition reads, by ascending loop-backs, and per loop-back count `n`
-    /// below the longest token, where the tokens with more than `n` start in it.
-    by_loops: Box<[u32]>,
-    over: Box<[u32]>,
     /// Per budget below the longest token, the tokens whose loop-backs fit it.
     within: Box<[OnceLock<Box<[u32]>>]>,
 }
@@ -164,12 +160,8 @@ impl LoopCounts {
     /// The table of `loops` (per token id, as [`LoopCounts::loops`]), with masks for the budgets
     /// below `budgets`.
     fn from_loops(loops: Box<[u32]>, budgets: usize) -> Self {
-        let mut by_loops: Vec<u32> = (0..loops.len() as u32).filter(|&id| loops[id as usize] != u32::MAX).collect();
-        by_loops.sort_by_key(|&id| loops[id as usize]);
-        let over =
-            (0..budgets as u32).map(|n| by_loops.partition_point(|&id| loops[id as usize] <= n) as u32).collect();
         let within = (0..budgets).map(|_| OnceLock::new()).collect();
-        LoopCounts { loops, by_loops: by_loops.into_boxed_slice(), over, within }
+        LoopCounts { loops, within }
     }
 
     /// The tokens read with at most `budget` loop-backs (`budget` below the longest token).
@@ -179,8 +171,10 @@ impl LoopCounts {
 
     /// The mask of [`LoopCounts::within`] `budget`, from the nearest budget's mask already
     /// built: a string's budget shrinks a little at every step, so that mask differs by the
-    /// few tokens whose loop-backs lie between the two budgets (a copy and a few bits, instead
-    /// of a pass over the vocabulary per budget).
+    /// few tokens whose loop-backs lie between the two budgets (a copy and a read of the counts
+    /// that sets a few bits, instead of setting a bit for every token within the budget). No
+    /// index of the tokens by count is kept: building one (half a megabyte of fresh pages)
+    /// cost more in the fill that first needs the table than the reads it saves.
     fn derive_within(&self, budget: usize) -> Box<[u32]> {
         let built = |b: usize| self.within[b].get().map(|words| (b, words));
         let above = (budget + 1..self.within.len()).find_map(built);
@@ -189,19 +183,22 @@ impl LoopCounts {
             (Some(a), Some(b)) => Some(if a.0 - budget <= budget - b.0 { a } else { b }),
             (a, b) => a.or(b),
         };
-        let tokens_within = |b: usize| self.over[b] as usize;
-        let (mut words, from, to) = match nearest {
-            Some((b, words)) => (words.to_vec(), tokens_within(b), tokens_within(budget)),
-            None => (vec![0u32; mask_words(self.loops.len())], 0, tokens_within(budget)),
+        let Some((from, words)) = nearest else {
+            let mut words = vec![0u32; mask_words(self.loops.len())];
+            for (id, &n) in self.loops.iter().enumerate() {
+                if n <= budget as u32 {
+                    words[id / 32] |= 1 << (id % 32);
+                }
+            }
+            return words.into_boxed_slice();
         };
-        // The tokens between the two budgets: added when the budget grows, removed when it
-        // shrinks.
-        for &id in &self.by_loops[from.min(to)..from.max(to)] {
-            let (w, bit) = (id as usize / 32, 1u32 << (id % 32));
-            if to > from {
-                words[w] |= bit;
-            } else {
-                words[w] &= !bit;
+        // The tokens whose loop-backs lie between the two budgets: added when the budget
+        // grows, removed when it shrinks.
+        let mut words = words.to_vec();
+        let (lo, hi) = (from.min(budget) as u32, from.max(budget) as u32);
+        for (id, &n) in self.loops.iter().enumerate() {
+            if lo < n && n <= hi {
+                words[id / 32] ^= 1 << (id % 32);
             }
         }
         words.into_boxed_slice()
@@ -215,8 +212,7 @@ impl LoopCounts {
 
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
-        (self.loops.len() + self.by_loops.len() + self.over.len()) * 4
-            + self.within.iter().filter_map(|w| w.get()).map(|w| w.len() * 4).sum::<usize>()
+        self.loops.len() * 4 + self.within.iter().filter_map(|w| w.get()).map(|w| w.len() * 4).sum::<usize>()
     }
 }
 
