@@ -238,8 +238,8 @@ impl PathFacts {
 pub(super) struct PathSource<'a> {
     /// The grammar's facts.
     pub(super) facts: &'a PathFacts,
-    /// The table of a region, or `None` when the walk goes without it (token by token).
-    pub(super) table: &'a dyn Fn(&Region) -> Option<Arc<RegionTable>>,
+    /// The table of a region.
+    pub(super) table: &'a dyn Fn(&Region) -> Arc<RegionTable>,
     /// With a pool, the first-byte walks it shares across grammars.
     pub(super) pooled: Option<PooledWalks<'a>>,
 }
@@ -272,8 +272,8 @@ struct LazyDfa<'a> {
     /// The entry's state and its rule.
     entry: StateId,
     own: FsmRuleId,
-    /// The tables of the regions met so far, by region (`None`: walked without).
-    tables: FastMap<usize, Option<Arc<RegionTable>>>,
+    /// The tables of the regions met so far, by region.
+    tables: FastMap<usize, Arc<RegionTable>>,
     sets: Vec<Box<[Item]>>,
     /// Per set, its states in a tabled region: (the region's table, their bits), if any.
     in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
@@ -459,9 +459,9 @@ impl<'a> LazyDfa<'a> {
             }
         }
         let source = self.source;
-        let in_region = in_region.and_then(|(r, bits)| {
+        let in_region = in_region.map(|(r, bits)| {
             let table = self.tables.entry(r).or_insert_with(|| (source.table)(regions.region(r)));
-            Some((Arc::clone(table.as_ref()?), bits))
+            (Arc::clone(table), bits)
         });
         self.in_region.push(in_region);
         let escapes = self.escapes_of(&set, cut);

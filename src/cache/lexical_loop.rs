@@ -714,11 +714,6 @@ impl LoopSlice {
         &self.leaving
     }
 
-    /// How many tokens the slice reads entirely.
-    pub(super) fn inside_len(&self) -> usize {
-        self.inside_len
-    }
-
     /// Whether more than three quarters of the vocabulary's normal tokens leave the loop (each
     /// one a parser walk: see `MaskCache::walk`).
     pub(super) fn leaves_most(&self, vocab: &Vocabulary) -> bool {

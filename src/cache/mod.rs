@@ -450,7 +450,7 @@ impl MaskCache {
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
         let paths = self.uses_byte_paths(fsm, vocab, state);
         let facts = || self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
-        let table = |r: &region::Region| Some(self.region_table(vocab, r));
+        let table = |r: &region::Region| self.region_table(vocab, r);
         if let Some(in_loop) = self.sliced_loop(fsm, vocab, state, paths) {
             let key = lexical_loop::loop_key(fsm, state, &in_loop);
             let slice = self.loop_slice(key, || {
@@ -464,15 +464,11 @@ impl MaskCache {
             // (every walk stops at the first byte); the entry goes along byte paths instead.
             // (Slices that a quarter of the vocabulary leaves still pay: tool-call grammars.)
             if !paths || !slice.leaves_most(vocab) {
-                // Where most of a slice's tokens leave it (a blank before a string value:
-                // ` "abc`), they are read on along byte paths, where a region accepts whole
-                // subtrees (with the tables built: a table met for the first time costs more than
-                // the parser's walk). A string body's few leaving tokens, which end the string
-                // into the rest of the grammar, stay with the parser: its sets are cheaper there.
-                let leaving = slice.leaving().len();
-                let walk = if paths && leaving >= MIN_LEAVING_ALONG_PATHS && leaving > slice.inside_len() {
-                    let built = |r: &region::Region| self.built_region_table(r);
-                    let source = byte_paths::PathSource { facts: facts(), table: &built, pooled: None };
+                // Many leaving tokens (a blank before a string value: ` "abc`) are read on along
+                // byte paths, where a region accepts whole subtrees; a few are cheaper for the
+                // parser than a region table met for the first time.
+                let walk = if paths && slice.leaving().len() >= MIN_LEAVING_ALONG_PATHS {
+                    let source = byte_paths::PathSource { facts: facts(), table: &table, pooled: None };
                     byte_paths::walk_listed_along_paths(fsm, context, vocab, state, &source, slice.leaving())
                 } else {
                     slice.parse_leaving(fsm, context, vocab, state)
@@ -515,14 +511,6 @@ impl MaskCache {
             let mut tables = self.region_tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             Arc::clone(tables.entry(r.key).or_insert(table))
         })
-    }
-
-    /// The table of byte region `r`, if one was built (in the pool, or this grammar's map).
-    fn built_region_table(&self, r: &region::Region) -> Option<Arc<region::RegionTable>> {
-        if let Some(sh) = &self.shared {
-            return sh.pool.built_region_table(r.key);
-        }
-        self.region_tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&r.key).cloned()
     }
 
     /// How the accepted tokens of an item of `state` near its repetition's upper bound are
@@ -738,7 +726,7 @@ pub fn build_base_from_loop_along_paths(
         Arc::new(lexical_loop::LoopSlice::new(fsm, vocab, state, core))
     });
     let facts = byte_paths::PathFacts::new(fsm, vocab, None);
-    let table = |r: &region::Region| Some(Arc::new(region::RegionTable::new(vocab, r)));
+    let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
     let source = byte_paths::PathSource { facts: &facts, table: &table, pooled: None };
     let walk = byte_paths::walk_listed_along_paths(fsm, context, vocab, state, &source, slice.leaving());
     Some(lexical_loop::loop_base(vocab, &slice, walk))
@@ -793,7 +781,7 @@ impl PathWalks {
         if !byte_paths::applies(fsm, state) {
             return None;
         }
-        let table = |r: &region::Region| Some(Arc::new(region::RegionTable::new(vocab, r)));
+        let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
         let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
         let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
         let source = byte_paths::PathSource { facts: &self.facts, table: &table, pooled };

@@ -254,11 +254,6 @@ impl MaskPool {
         get_or_insert(&self.region_tables, key, || Arc::new(build()))
     }
 
-    /// The table of the region under `key`, if one was built.
-    pub(super) fn built_region_table(&self, key: u128) -> Option<Arc<RegionTable>> {
-        self.region_tables.lock().get(&key).cloned()
-    }
-
     /// Whether the region under `key` is worth a table (see `region.rs`), decided by `decide`
     /// (outside the lock) when not known.
     pub(super) fn region_worth(&self, key: u128, decide: impl FnOnce() -> bool) -> bool {
