@@ -216,10 +216,9 @@ fn fast_path_equals_walks(
 }
 
 /// The lexical-loop fast path (`build_base_from_loop`) against the vocabulary walk, for every
-/// state on a loop, with the slice's leaving tokens walked by the parser and along byte paths.
+/// state on a loop.
 fn loop_slices_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
-    let by_parser = fast_path_equals_walks(grammar, maskforge::cache::build_base_from_loop)?;
-    Ok(by_parser + fast_path_equals_walks(grammar, maskforge::cache::build_base_from_loop_along_paths)?)
+    fast_path_equals_walks(grammar, maskforge::cache::build_base_from_loop)
 }
 
 /// The same with every loop's slice built from its core without edges on `delimiter` (see

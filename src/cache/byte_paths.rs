@@ -44,7 +44,6 @@ use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::byteset::ByteSet;
 use crate::util::hash::FastMap;
-use crate::util::id::TokenId;
 use crate::util::sentinel::Sentinel;
 
 /// State sets larger than this end the automaton walk (the parser takes over).
@@ -81,69 +80,13 @@ fn followed_rules(fsm: &GrammarFsm) -> Vec<bool> {
     followed
 }
 
-/// The sorted positions a walk visits: one first byte's run of the sorted vocabulary, or a list
-/// of positions (the tokens that leave a loop's slice).
-trait Visit {
-    /// Whether consecutive positions are neighbours in the sorted vocabulary (so share
-    /// `sorted_lcp` bytes).
-    const ADJACENT: bool;
-    fn len(&self) -> usize;
-    fn pos(&self, i: usize) -> usize;
-    /// The first index from `i` whose position is `end` or later.
-    fn skip_to(&self, i: usize, end: usize) -> usize;
-    /// Accepts the positions of indices `i..j`.
-    fn accept(&self, split: &mut PathSplit, i: usize, j: usize);
-    /// Leaves the positions of indices `i..j` to the parser.
-    fn leave(&self, split: &mut PathSplit, i: usize, j: usize);
-}
-
-impl Visit for std::ops::Range<usize> {
-    const ADJACENT: bool = true;
-    fn len(&self) -> usize {
-        self.end - self.start
-    }
-    fn pos(&self, i: usize) -> usize {
-        self.start + i
-    }
-    fn skip_to(&self, _: usize, end: usize) -> usize {
-        end - self.start
-    }
-    fn accept(&self, split: &mut PathSplit, i: usize, j: usize) {
-        split.accept(self.start + i, self.start + j);
-    }
-    fn leave(&self, split: &mut PathSplit, i: usize, j: usize) {
-        split.rest.extend((self.start + i) as u32..(self.start + j) as u32);
-    }
-}
-
-impl Visit for [u32] {
-    const ADJACENT: bool = false;
-    fn len(&self) -> usize {
-        <[u32]>::len(self)
-    }
-    fn pos(&self, i: usize) -> usize {
-        self[i] as usize
-    }
-    fn skip_to(&self, i: usize, end: usize) -> usize {
-        i + self[i..].partition_point(|&p| (p as usize) < end)
-    }
-    fn accept(&self, split: &mut PathSplit, i: usize, j: usize) {
-        for &p in &self[i..j] {
-            split.accept(p as usize, p as usize + 1);
-        }
-    }
-    fn leave(&self, split: &mut PathSplit, i: usize, j: usize) {
-        split.rest.extend_from_slice(&self[i..j]);
-    }
-}
-
 impl PathSplit {
-    /// Walks the tokens at the sorted positions `visit` (one first byte's tokens, or a list)
-    /// along byte paths with `dfa` (see the module docs); a token whose first byte the parser
-    /// cannot read (`first`) is neither accepted nor left to the parser: the full walk rejects
-    /// it. A trie node reached by a set whose region state reads its whole subtree (see
-    /// `region.rs`) is accepted at once.
-    fn walk<V: Visit + ?Sized>(vocab: &Vocabulary, dfa: &mut LazyDfa<'_>, first: &mut FirstBytes, visit: &V) -> Self {
+    /// Walks the tokens at sorted positions `range` (one first byte's tokens) along byte paths
+    /// with `dfa` (see the module docs); a token whose first byte the parser cannot read
+    /// (`first`) is neither accepted nor left to the parser: the full walk rejects it. A trie
+    /// node reached by a set whose region state reads its whole subtree (see `region.rs`) is
+    /// accepted at once.
+    fn walk(vocab: &Vocabulary, dfa: &mut LazyDfa<'_>, first: &mut FirstBytes, range: std::ops::Range<usize>) -> Self {
         let lcp = vocab.sorted_lcp();
         let trie = vocab.trie();
         let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
@@ -151,18 +94,11 @@ impl PathSplit {
         // `escaped[k]`: whether a set that read one of those bytes escapes.
         let mut path = vec![0u32];
         let mut escaped = vec![false];
-        let mut prev: &[u8] = &[];
-        let mut i = 0;
-        'tokens: while i < visit.len() {
-            let pos = visit.pos(i);
-            let bytes = vocab.sorted_token_bytes(pos);
-            // The first token shares nothing with what came before it.
-            let shared = match (i, V::ADJACENT) {
-                (0, _) => 0,
-                (_, true) => lcp[pos] as usize,
-                (_, false) => crate::tokenizer::common_prefix_len(prev, bytes),
-            };
-            prev = bytes;
+        let mut i = range.start;
+        'tokens: while i < range.end {
+            let bytes = vocab.sorted_token_bytes(i);
+            // The range's first token shares nothing with what came before it.
+            let shared = if i == range.start { 0 } else { lcp[i] as usize };
             path.truncate(shared.min(path.len() - 1) + 1);
             escaped.truncate(path.len());
             let mut k = path.len() - 1;
@@ -177,20 +113,20 @@ impl PathSplit {
                 escaped.push(escaped[k] || escapes);
                 path.push(next);
                 k += 1;
-                // The nodes of the shared prefix were tried with the tokens before: this one's
-                // whole subtree may be read inside a region.
-                if k > shared {
-                    let node = trie.node_on_path(lcp, pos, bytes.len(), k);
+                // The node of this prefix starts at `i` (shorter shared ones were tried
+                // before): its whole subtree may be read inside a region.
+                if k > lcp[i] as usize {
+                    let node = trie.node(lcp, i, k);
                     if dfa.reads_subtree(next, node) {
-                        let j = visit.skip_to(i, trie.subtree_end(node));
-                        visit.accept(&mut split, i, j);
-                        i = j;
+                        let end = trie.subtree_end(node);
+                        split.accept(i, end);
+                        i = end;
                         continue 'tokens;
                     }
                 }
             }
             if k == bytes.len() {
-                visit.accept(&mut split, i, i + 1);
+                split.accept(i, i + 1);
                 i += 1;
                 continue;
             }
@@ -198,15 +134,15 @@ impl PathSplit {
             // parser reads on only where an item the walk does not follow may read (see the
             // module docs); at the first byte, unless the first set escapes or the walk gave up
             // there, no item reads it (the set holds them all), else the parser says.
-            let j = visit.skip_to(i, trie.subtree_end(trie.node_on_path(lcp, pos, bytes.len(), k + 1)));
+            let end = trie.subtree_end(trie.node(lcp, i, k + 1));
             let parser_reads_on = match k {
                 0 => (gave_up || dfa.escapes_at_start()) && first.reads(bytes[0]),
                 _ => gave_up || escaped[k] || dfa.escapes(path[k]),
             };
             if parser_reads_on {
-                visit.leave(&mut split, i, j);
+                split.rest.extend(i as u32..end as u32);
             }
-            i = j;
+            i = end;
         }
         split
     }
@@ -808,31 +744,6 @@ pub(super) fn paths_base(
     total.parsed.into_base(accepted)
 }
 
-/// The walk of the tokens at sorted positions `positions` (ascending) of the entry of `state`
-/// in its certain `context`, as [`paths_base`] walks them: those read along byte paths are
-/// accepted, the parser walks the rest. For the tokens that leave a loop's slice, which a
-/// region reads on (` "abc` after the blank before a string) where the parser would read them
-/// byte by byte.
-pub(super) fn walk_listed_along_paths(
-    fsm: &Arc<GrammarFsm>,
-    context: &[StateId],
-    vocab: &Vocabulary,
-    state: StateId,
-    source: &PathSource<'_>,
-    positions: &[u32],
-) -> Walk {
-    let mut first = FirstBytes::new(fsm, context, state);
-    let mut dfa = LazyDfa::new(fsm, state, context, source);
-    let split = PathSplit::walk(vocab, &mut dfa, &mut first, positions);
-    let mut walk = Walk::default();
-    ListedWalker::new(fsm, context, state).walk(vocab, &split.rest, &mut walk);
-    let ids = vocab.sorted_token_ids();
-    for &(from, to) in &split.accepted {
-        walk.accepted.extend(ids[from as usize..to as usize].iter().map(|&id| TokenId::from_u32(id)));
-    }
-    walk
-}
-
 /// Which first bytes the entry's isolated parser reads, probed on demand: a token whose first
 /// byte it cannot read is rejected, as in the full walk (which skips its whole first-byte
 /// block). Most entries never ask (their first set escapes nowhere).
@@ -883,7 +794,7 @@ impl FirstByteWalk {
         walker: &mut ListedWalker<'v>,
         range: std::ops::Range<usize>,
     ) {
-        let split = PathSplit::walk(vocab, dfa, first, &range);
+        let split = PathSplit::walk(vocab, dfa, first, range);
         self.append_runs(&split.accepted, split.accepted_len);
         walker.walk(vocab, &split.rest, &mut self.parsed);
     }

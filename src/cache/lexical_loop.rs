@@ -30,7 +30,7 @@
 use std::sync::Arc;
 
 use super::base::BaseEntry;
-use super::build::{first_byte_candidates, smallest_form_of_bits, walk_listed, Walk};
+use super::build::{first_byte_candidates, smallest_form_of_bits, walk_listed};
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
@@ -684,10 +684,16 @@ pub(super) fn region_key(
     h.digest128()
 }
 
-/// The base entry of a state in its certain context (as [`super::build_base`] walks it), from
-/// the slice of its loop and `walk`, the walk of the slice's leaving tokens (by the parser,
-/// [`LoopSlice::parse_leaving`], or along byte paths): the tokens inside are accepted.
-pub(super) fn loop_base(vocab: &Vocabulary, slice: &LoopSlice, walk: Walk) -> BaseEntry {
+/// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it), from
+/// the slice of its loop: the tokens inside are accepted, the leaving ones walked.
+pub(super) fn loop_base(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+    slice: &LoopSlice,
+) -> BaseEntry {
+    let walk = walk_listed(fsm, context, vocab, state, &slice.leaving);
     let mut bits = slice.inside.to_vec();
     for id in &walk.accepted {
         bits[id.word()] |= id.bit();
@@ -697,23 +703,6 @@ pub(super) fn loop_base(vocab: &Vocabulary, slice: &LoopSlice, walk: Walk) -> Ba
 }
 
 impl LoopSlice {
-    /// The parser's walk of the tokens that leave the slice, for the entry of `state` in its
-    /// certain `context`.
-    pub(super) fn parse_leaving(
-        &self,
-        fsm: &Arc<GrammarFsm>,
-        context: &[StateId],
-        vocab: &Vocabulary,
-        state: StateId,
-    ) -> Walk {
-        walk_listed(fsm, context, vocab, state, &self.leaving)
-    }
-
-    /// The sorted positions of the tokens that leave the slice.
-    pub(super) fn leaving(&self) -> &[u32] {
-        &self.leaving
-    }
-
     /// Whether more than three quarters of the vocabulary's normal tokens leave the loop (each
     /// one a parser walk: see `MaskCache::walk`).
     pub(super) fn leaves_most(&self, vocab: &Vocabulary) -> bool {

@@ -251,10 +251,6 @@ impl Shared {
     }
 }
 
-/// Leaving tokens of a slice from which they are walked along byte paths (see
-/// [`MaskCache::walk`]): a parser walk of a thousand tokens costs ~50 µs.
-const MIN_LEAVING_ALONG_PATHS: usize = 1024;
-
 /// The memo slot of one cache entry: a scannable state, and whether the entry is the one for
 /// items of a counted repetition below its minimum, built without context (see
 /// [`MaskCache::entry`]).
@@ -449,8 +445,6 @@ impl MaskCache {
     /// paths, and walks with the parser only the tokens that need it (see `byte_paths.rs`).
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
         let paths = self.uses_byte_paths(fsm, vocab, state);
-        let facts = || self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
-        let table = |r: &region::Region| self.region_table(vocab, r);
         if let Some(in_loop) = self.sliced_loop(fsm, vocab, state, paths) {
             let key = lexical_loop::loop_key(fsm, state, &in_loop);
             let slice = self.loop_slice(key, || {
@@ -464,22 +458,15 @@ impl MaskCache {
             // (every walk stops at the first byte); the entry goes along byte paths instead.
             // (Slices that a quarter of the vocabulary leaves still pay: tool-call grammars.)
             if !paths || !slice.leaves_most(vocab) {
-                // Many leaving tokens (a blank before a string value: ` "abc`) are read on along
-                // byte paths, where a region accepts whole subtrees; a few are cheaper for the
-                // parser than a region table met for the first time.
-                let walk = if paths && slice.leaving().len() >= MIN_LEAVING_ALONG_PATHS {
-                    let source = byte_paths::PathSource { facts: facts(), table: &table, pooled: None };
-                    byte_paths::walk_listed_along_paths(fsm, context, vocab, state, &source, slice.leaving())
-                } else {
-                    slice.parse_leaving(fsm, context, vocab, state)
-                };
-                return lexical_loop::loop_base(vocab, &slice, walk);
+                return lexical_loop::loop_base(fsm, context, vocab, state, &slice);
             }
         }
         if paths {
+            let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
+            let table = |r: &region::Region| self.region_table(vocab, r);
             let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
             let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
-            let source = byte_paths::PathSource { facts: facts(), table: &table, pooled };
+            let source = byte_paths::PathSource { facts, table: &table, pooled };
             return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
         }
         build_base(fsm, context, vocab, state)
@@ -705,31 +692,7 @@ pub fn build_base_from_loop_core(
     let slice = lexical_loop::build_slice(fsm, vocab, state, &in_loop, delimiter, |_, core| {
         Arc::new(lexical_loop::LoopSlice::new(fsm, vocab, state, core))
     });
-    Some(lexical_loop::loop_base(vocab, &slice, slice.parse_leaving(fsm, context, vocab, state)))
-}
-
-/// [`build_base_from_loop`] with the slice's leaving tokens walked along byte paths (`None`
-/// also when the state's rule is a dispatch), however few they are: the fast path of
-/// [`MaskCache`] for slices many tokens leave, for tests to compare with [`build_base`].
-pub fn build_base_from_loop_along_paths(
-    fsm: &Arc<GrammarFsm>,
-    context: &[StateId],
-    vocab: &Vocabulary,
-    state: StateId,
-) -> Option<BaseEntry> {
-    if !byte_paths::applies(fsm, state) {
-        return None;
-    }
-    let loops = lexical_loop::Loops::new(fsm);
-    let in_loop = loops.loop_of(state, fsm)?;
-    let slice = lexical_loop::build_slice(fsm, vocab, state, &in_loop, lexical_loop::CORE_DELIMITER, |_, core| {
-        Arc::new(lexical_loop::LoopSlice::new(fsm, vocab, state, core))
-    });
-    let facts = byte_paths::PathFacts::new(fsm, vocab, None);
-    let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
-    let source = byte_paths::PathSource { facts: &facts, table: &table, pooled: None };
-    let walk = byte_paths::walk_listed_along_paths(fsm, context, vocab, state, &source, slice.leaving());
-    Some(lexical_loop::loop_base(vocab, &slice, walk))
+    Some(lexical_loop::loop_base(fsm, context, vocab, state, &slice))
 }
 
 /// The base entry of `state` in `context` built along byte paths, the parser walking only the

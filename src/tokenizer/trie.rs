@@ -79,27 +79,6 @@ impl TokenTrie {
         self.first_node[pos] as usize + depth - lcp[pos] as usize - 1
     }
 
-    /// The node of the prefix of depth `depth` (at most `len`, the token's length) of the token
-    /// at sorted position `pos`, wherever its run starts.
-    #[inline]
-    pub fn node_on_path(&self, lcp: &[u32], pos: usize, len: usize, depth: usize) -> usize {
-        debug_assert!(0 < depth && depth <= len);
-        if (lcp[pos] as usize) < depth {
-            return self.node(lcp, pos, depth);
-        }
-        if (lcp[pos] as usize) < len {
-            // The token starts its own node: up from there.
-            let mut node = self.node(lcp, pos, len);
-            for _ in depth..len {
-                node = self.parent[node] as usize;
-            }
-            return node;
-        }
-        // A token equal to its predecessor starts no node: the run starts further back.
-        let start = (0..pos).rev().find(|&j| (lcp[j] as usize) < depth).unwrap_or(0);
-        self.node(lcp, start, depth)
-    }
-
     /// The sorted position one past the last token of `node`'s subtree.
     #[inline]
     pub fn subtree_end(&self, node: usize) -> usize {
@@ -155,14 +134,6 @@ mod tests {
                         trie.node(lcp, (0..=pos).rev().find(|&j| lcp[j] < depth as u32 - 1).unwrap(), depth - 1)
                     );
                 }
-            }
-        }
-        // Every prefix of every token, from any of its positions.
-        for pos in 0..n {
-            let bytes = vocab.sorted_token_bytes(pos);
-            for depth in 1..=bytes.len() {
-                let start = (0..=pos).rev().find(|&j| (lcp[j] as usize) < depth).unwrap();
-                assert_eq!(trie.node_on_path(lcp, pos, bytes.len(), depth), trie.node(lcp, start, depth));
             }
         }
         // a ab abc abd b ba c: the duplicate `ba` starts no node.
