@@ -36,6 +36,23 @@ fn flag(args: &[String], name: &str, default: &str) -> String {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.into())
 }
 
+/// Prints the percentiles of `times` (µs), their total, and how many exceed 100 µs and 1 ms.
+fn print_times(label: &str, times: &[f64]) {
+    let s = Summary::of(times);
+    let over = |limit: f64| times.iter().filter(|&&us| us > limit).count();
+    println!(
+        "{label} us: p50 {:.1} p99 {:.1} p99.9 {:.0} max {:.0} total {:.1} ms; over 100 us / 1 ms: {} / {} of {}",
+        s.p50,
+        s.p99,
+        s.p999,
+        s.max,
+        times.iter().sum::<f64>() / 1e3,
+        over(100.0),
+        over(1000.0),
+        times.len()
+    );
+}
+
 /// The cause of an entry's cost (see the module docs): how it is built, and the shape of its
 /// state.
 fn cause(fsm: &GrammarFsm, state: StateId, path: BuildPath) -> String {
@@ -224,29 +241,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         s.max,
         costs.iter().sum::<f64>() / 1e3
     );
-    let s = Summary::of(&tbm);
-    let over = |limit: f64| tbm.iter().filter(|&&us| us > limit).count();
-    println!(
-        "fills after their entries us: p50 {:.1} p99 {:.1} max {:.0} total {:.1} ms; over 100 us / 1 ms: {} / {}",
-        s.p50,
-        s.p99,
-        s.max,
-        tbm.iter().sum::<f64>() / 1e3,
-        over(100.0),
-        over(1000.0)
-    );
-    let s = Summary::of(&steps);
-    let over = |limit: f64| steps.iter().filter(|&&us| us > limit).count();
-    println!(
-        "steps (entries + fill) us: p50 {:.1} p99 {:.1} p99.9 {:.0} max {:.0}; over 100 us / 1 ms: {} / {} of {}",
-        s.p50,
-        s.p99,
-        s.p999,
-        s.max,
-        over(100.0),
-        over(1000.0),
-        steps.len()
-    );
+    print_times("fills after their entries", &tbm);
+    print_times("steps (entries + fill)", &steps);
     fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
     for (total, max, file, slow) in fill_time.iter().take(10) {
         println!("fills of {file}: total {:.1} ms, slowest {max:.0} us, {slow} over 1 ms", total / 1e3);
