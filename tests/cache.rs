@@ -94,6 +94,72 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Fills repeated in one configuration take their uncertain tokens' verdicts from the
+    /// matcher's memo (`matcher/verdicts.rs`), and rollbacks may make the popped stack frames
+    /// again under the same ids with other contents: every fill, the first and the repeated one,
+    /// equals the oracle through random accepts and rollbacks.
+    #[test]
+    fn refills_through_rollbacks_equal_oracle(
+        g in gen::grammar(),
+        ops in prop::collection::vec((any::<prop::sample::Index>(), 0usize..4), 0..16),
+    ) {
+        let grammar = compile(&g, &small_vocab(), MaskCacheMode::Jit, false);
+        let what = format!("{g}");
+        let mut m = GrammarMatcher::new(&grammar);
+        for (pick, back) in ops {
+            let exact = assert_oracle_equal(&mut m, &what)?;
+            assert_oracle_equal(&mut m, &what)?;
+            // One op in four rolls back (one or two tokens), the others accept.
+            if back == 0 && m.num_accepted_tokens() > 0 {
+                m.rollback(1 + pick.index(m.num_accepted_tokens().min(2))).unwrap();
+                continue;
+            }
+            let allowed: Vec<usize> = exact.allowed_ids().collect();
+            if allowed.is_empty() || m.is_terminated() {
+                break;
+            }
+            prop_assert!(m.accept_token(allowed[pick.index(allowed.len())] as u32));
+        }
+        assert_oracle_equal(&mut m, &what)?;
+    }
+}
+
+/// The verdict memo after a rollback: a string rule called from two places (`"1` closes it in
+/// one, `"2` in the other) is entered in both with its frame under the same id, the first one
+/// popped by the rollback. The fill after it must check the closing tokens again.
+#[test]
+fn a_rollback_forgets_the_verdicts_of_the_popped_frames() {
+    let g = maskforge::parse_ebnf(
+        r#"root ::= "a" x | "b" y
+        x ::= s "1"
+        y ::= s "2"
+        s ::= "\"" [c]* "\"""#,
+        "root",
+    )
+    .unwrap();
+    let vocab = maskforge::VocabularyBuilder::new().tokens(["a", "b", "\"", "c", "\"1", "\"2"]).build().unwrap();
+    // `s` kept as a rule: its entries have no certain context, so `"1` and `"2` are checked.
+    let limits = FsmLimits { max_inline_states: 0, ..FsmLimits::default() };
+    let grammar = GrammarCompiler::new(vocab, CompilerConfig::default().fsm_limits(limits)).compile(g).unwrap();
+    let mut m = GrammarMatcher::new(&grammar);
+    assert!(m.runs_pda());
+    let id = |t: &str| ["a", "b", "\"", "c", "\"1", "\"2"].iter().position(|&x| x == t).unwrap() as u32;
+    for t in ["a", "\"", "c"] {
+        assert!(m.accept_token(id(t)));
+    }
+    let first = assert_oracle_equal(&mut m, "after a\"c").unwrap();
+    assert!(first.get(id("\"1") as usize) && !first.get(id("\"2") as usize));
+    m.rollback(3).unwrap();
+    for t in ["b", "\"", "c"] {
+        assert!(m.accept_token(id(t)));
+    }
+    let second = assert_oracle_equal(&mut m, "after b\"c").unwrap();
+    assert!(second.get(id("\"2") as usize) && !second.get(id("\"1") as usize));
+}
+
 /// Repetitions with bounds near the token lengths: the budget check must hold at every count,
 /// whether the loop-backs are forced (a table of every token's count at the start of an
 /// iteration, a walk of the automaton inside one: after a byte-fallback token that ends in the

@@ -59,6 +59,19 @@ impl Engine {
         }
     }
 
+    /// For the PDA, writes its current configuration into `out` ([`Pda::configuration`]) and
+    /// returns `true`; the Earley parser's items name chart positions, which change at every
+    /// step, so it has none (`false`).
+    pub fn configuration(&self, out: &mut Vec<u32>) -> bool {
+        match self {
+            Engine::Earley(_) => false,
+            Engine::Pda(p) => {
+                p.configuration(out);
+                true
+            }
+        }
+    }
+
     /// The items of the current position: Earley items, or PDA threads.
     pub fn current_len(&self) -> usize {
         match self {

@@ -38,6 +38,17 @@ pub struct MaskScratch {
     words: Vec<u32>,
     /// Words of the tokens an item near its repetition's bound trusts.
     trusted: Vec<u32>,
+    /// The parser's configuration, and the checks' verdicts by configuration (see
+    /// `verdicts.rs`).
+    configuration: Vec<u32>,
+    verdicts: super::verdicts::VerdictMemo,
+}
+
+impl MaskScratch {
+    /// Forgets the kept verdicts (the matcher rolled back or reset).
+    pub(crate) fn forget_verdicts(&mut self) {
+        self.verdicts.clear();
+    }
 }
 
 /// Writes into `out` (already zeroed, `ceil(vocab/32)` words) every normal token the grammar
@@ -86,7 +97,22 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
     scratch.check.sort_unstable();
     scratch.check.dedup();
     let ids = vocab.sorted_token_ids();
+    let keyed = parser.configuration(&mut scratch.configuration);
+    if keyed {
+        if let Some(allowed) = scratch.verdicts.find(&scratch.configuration, &scratch.check) {
+            for &id in allowed {
+                out[id as usize / 32] |= 1 << (id % 32);
+            }
+            return;
+        }
+    }
     walk_tokens(parser, vocab, scratch.check.iter().map(|&pos| ids[pos as usize]), out);
+    // Verdicts the work budget cut short are not kept (the fill reports the budget's error).
+    if keyed && !parser.budget().exceeded() {
+        let is_set = |id: u32| out[id as usize / 32] >> (id % 32) & 1 == 1;
+        let allowed = scratch.check.iter().map(|&pos| ids[pos as usize]).filter(|&id| is_set(id)).collect();
+        scratch.verdicts.keep(&scratch.configuration, &scratch.check, allowed);
+    }
 }
 
 /// ORs into `out` the tokens some item of the current set reads by id (its sentinel), from the

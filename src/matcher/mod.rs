@@ -59,6 +59,7 @@ mod mask;
 pub mod oracle;
 mod prefetch;
 mod speculate;
+mod verdicts;
 
 pub use batch::BatchGrammarMatcher;
 pub use jump_forward::JumpForwardTokens;
@@ -701,6 +702,10 @@ impl GrammarMatcher {
         if n > available {
             return Err(MatcherError::RollbackTooFar { requested: n, available });
         }
+        if n > 0 {
+            // The popped bytes' stack frames may be made again under the same ids.
+            self.scratch.forget_verdicts();
+        }
         for _ in 0..n {
             let step = self.steps.pop().expect("n is at most the steps held");
             self.parser.pop_bytes(step.len());
@@ -716,6 +721,7 @@ impl GrammarMatcher {
     pub fn reset(&mut self) {
         // A compacted chart cannot be popped to the start: begin again.
         self.parser = Engine::new(&self.grammar);
+        self.scratch.forget_verdicts();
         self.steps.clear();
         self.forgotten_steps = 0;
         self.next_compaction = COMPACTION_SLACK;

@@ -189,6 +189,17 @@ impl Pda {
         self.current_threads().iter().map(|t| t.state)
     }
 
+    /// Writes the current position's threads into `out` as (state, stack frame) pairs. Frames
+    /// are hash-consed and keep their ids until a byte before their creation is popped, so
+    /// until then two equal lists are the same configuration: the same bytes are read from
+    /// both alike.
+    pub fn configuration(&self, out: &mut Vec<u32>) {
+        out.clear();
+        for t in self.current_threads() {
+            out.extend([t.state.index() as u32, t.stack]);
+        }
+    }
+
     /// How many threads the current position holds.
     pub fn thread_count(&self) -> usize {
         self.current_threads().len()
