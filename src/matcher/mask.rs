@@ -51,6 +51,9 @@ impl MaskScratch {
     }
 }
 
+/// The longest check list whose verdicts a matcher keeps (see `verdicts.rs`).
+const MAX_KEPT_CHECKS: usize = 1024;
+
 /// Writes into `out` (already zeroed, `ceil(vocab/32)` words) every normal token the grammar
 /// allows next. Stop tokens are left to the caller. The parser is restored on return.
 pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch: &mut MaskScratch, out: &mut [u32]) {
@@ -97,7 +100,9 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
     scratch.check.sort_unstable();
     scratch.check.dedup();
     let ids = vocab.sorted_token_ids();
-    let keyed = parser.configuration(&mut scratch.configuration);
+    // Long check lists (free text, thousands of tokens) are not kept: copying them at every
+    // new configuration cost toolbench's tail more than their rare repeats saved.
+    let keyed = scratch.check.len() <= MAX_KEPT_CHECKS && parser.configuration(&mut scratch.configuration);
     if keyed {
         if let Some(allowed) = scratch.verdicts.find(&scratch.configuration, &scratch.check) {
             for &id in allowed {
