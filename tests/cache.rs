@@ -104,27 +104,42 @@ proptest! {
     #[test]
     fn refills_through_rollbacks_equal_oracle(
         g in gen::grammar(),
-        ops in prop::collection::vec((any::<prop::sample::Index>(), 0usize..4), 0..16),
+        walks in prop::collection::vec(prop::collection::vec((any::<prop::sample::Index>(), 0usize..4), 0..16), 2),
     ) {
         let grammar = compile(&g, &small_vocab(), MaskCacheMode::Jit, false);
         let what = format!("{g}");
-        let mut m = GrammarMatcher::new(&grammar);
-        for (pick, back) in ops {
-            let exact = assert_oracle_equal(&mut m, &what)?;
-            assert_oracle_equal(&mut m, &what)?;
-            // One op in four rolls back (one or two tokens), the others accept.
-            if back == 0 && m.num_accepted_tokens() > 0 {
-                m.rollback(1 + pick.index(m.num_accepted_tokens().min(2))).unwrap();
-                continue;
-            }
-            let allowed: Vec<usize> = exact.allowed_ids().collect();
-            if allowed.is_empty() || m.is_terminated() {
-                break;
-            }
-            prop_assert!(m.accept_token(allowed[pick.index(allowed.len())] as u32));
+        // Two matchers one after the other: the second finds the first's verdicts in the
+        // grammar's shared memo (`cache/verdicts.rs`), by configuration content.
+        for ops in walks {
+            refill_through_rollbacks(&grammar, ops, &what)?;
         }
-        assert_oracle_equal(&mut m, &what)?;
     }
+}
+
+/// One matcher of [`refills_through_rollbacks_equal_oracle`]: accepts and rolls back as `ops`
+/// say, filling twice at every step.
+fn refill_through_rollbacks(
+    grammar: &CompiledGrammar,
+    ops: Vec<(prop::sample::Index, usize)>,
+    what: &str,
+) -> Result<(), TestCaseError> {
+    let mut m = GrammarMatcher::new(grammar);
+    for (pick, back) in ops {
+        let exact = assert_oracle_equal(&mut m, what)?;
+        assert_oracle_equal(&mut m, what)?;
+        // One op in four rolls back (one or two tokens), the others accept.
+        if back == 0 && m.num_accepted_tokens() > 0 {
+            m.rollback(1 + pick.index(m.num_accepted_tokens().min(2))).unwrap();
+            continue;
+        }
+        let allowed: Vec<usize> = exact.allowed_ids().collect();
+        if allowed.is_empty() || m.is_terminated() {
+            break;
+        }
+        prop_assert!(m.accept_token(allowed[pick.index(allowed.len())] as u32));
+    }
+    assert_oracle_equal(&mut m, what)?;
+    Ok(())
 }
 
 /// The verdict memo after a rollback: a string rule called from two places (`"1` closes it in
@@ -158,6 +173,43 @@ fn a_rollback_forgets_the_verdicts_of_the_popped_frames() {
     }
     let second = assert_oracle_equal(&mut m, "after b\"c").unwrap();
     assert!(second.get(id("\"2") as usize) && !second.get(id("\"1") as usize));
+}
+
+/// The grammar's shared verdicts (`cache/verdicts.rs`): a string closed by `"!` and as many
+/// `)` as there are open parentheses. Inside one, two or three parentheses the checks of
+/// `"!))` read every frame (so each depth has its own verdicts: `"!))` is refused inside one,
+/// allowed inside two); inside four they read four frames of five, and inside five a new
+/// matcher finds those verdicts, as it does in a depth met before.
+#[test]
+fn matchers_share_verdicts_by_the_frames_their_checks_read() {
+    let g = maskforge::parse_ebnf(
+        r#"root ::= "(" root ")" | s "!"
+        s ::= "\"" [c]* "\"""#,
+        "root",
+    )
+    .unwrap();
+    let tokens = ["(", ")", "\"", "c", "\"!", "\")", "\"!)", "\"!))"];
+    let vocab = maskforge::VocabularyBuilder::new().tokens(tokens).build().unwrap();
+    let limits = FsmLimits { max_inline_states: 0, ..FsmLimits::default() };
+    let grammar = GrammarCompiler::new(vocab, CompilerConfig::default().fsm_limits(limits)).compile(g).unwrap();
+    let id = |t: &str| tokens.iter().position(|&x| x == t).unwrap() as u32;
+    let hits = || grammar.mask_cache_stats().shared_verdict_hits;
+    let fill_at_depth = |depth: usize| {
+        let mut m = GrammarMatcher::new(&grammar);
+        assert!(m.runs_pda());
+        for t in std::iter::repeat_n("(", depth).chain(["\"", "c"]) {
+            assert!(m.accept_token(id(t)));
+        }
+        let before = hits();
+        let mask = assert_oracle_equal(&mut m, &format!("depth {depth}")).unwrap();
+        (mask.get(id("\"!))") as usize), hits() - before)
+    };
+    assert_eq!(fill_at_depth(1), (false, 0));
+    assert_eq!(fill_at_depth(2), (true, 0), "the stack ends one frame deeper than at depth 1");
+    assert_eq!(fill_at_depth(3), (true, 0));
+    assert_eq!(fill_at_depth(4), (true, 0));
+    assert_eq!(fill_at_depth(5), (true, 1), "the four frames read at depth 4 are on top here");
+    assert_eq!(fill_at_depth(1), (false, 1), "depth 1 again");
 }
 
 /// Repetitions with bounds near the token lengths: the budget check must hold at every count,

@@ -45,6 +45,7 @@ mod expansion;
 mod lexical_loop;
 pub mod pool;
 mod region;
+pub(crate) mod verdicts;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -184,6 +185,12 @@ pub struct MaskCacheStats {
     /// Entries that walked the vocabulary because they cannot be keyed soundly (or there is no
     /// pool).
     pub unshared: usize,
+    /// Fills that took their uncertain tokens' verdicts from the grammar's shared memo (kept by
+    /// an earlier fill in the same parser configuration, by any matcher).
+    pub shared_verdict_hits: u64,
+    /// Configurations whose verdicts the shared memo kept so far (the oldest may have been
+    /// let go since).
+    pub shared_verdict_configurations: u64,
 }
 
 impl MaskCacheStats {
@@ -312,6 +319,8 @@ pub struct MaskCache {
     uncertain: AtomicUsize,
     /// Counted per [`Lookup`] kind, then unshared builds.
     origins: [AtomicUsize; 4],
+    /// The uncertain tokens' verdicts by parser configuration, for every matcher.
+    verdicts: verdicts::SharedVerdicts,
 }
 
 impl MaskCache {
@@ -337,6 +346,7 @@ impl MaskCache {
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
             origins: Default::default(),
+            verdicts: Default::default(),
         }
     }
 
@@ -634,6 +644,7 @@ impl MaskCache {
 
     /// The counters.
     pub fn stats(&self) -> MaskCacheStats {
+        let (shared_verdict_hits, shared_verdict_configurations) = self.verdicts.counts();
         MaskCacheStats {
             entries: self.built.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
@@ -642,6 +653,8 @@ impl MaskCache {
             pool_partial_hits: self.origins[Lookup::PartialHit as usize].load(Ordering::Relaxed),
             pool_misses: self.origins[Lookup::Miss as usize].load(Ordering::Relaxed),
             unshared: self.origins[3].load(Ordering::Relaxed),
+            shared_verdict_hits,
+            shared_verdict_configurations,
         }
     }
 
@@ -657,6 +670,12 @@ impl MaskCache {
             + memory_of(&self.region_tables, |t| t.memory_usage())
             + self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum::<usize>()
             + self.follow_automaton.get().map_or(0, |f| f.memory_usage())
+            + self.verdicts.memory_usage()
+    }
+
+    /// The uncertain tokens' verdicts kept by configuration, shared by the grammar's matchers.
+    pub(crate) fn verdicts(&self) -> &verdicts::SharedVerdicts {
+        &self.verdicts
     }
 }
 

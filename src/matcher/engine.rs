@@ -72,6 +72,33 @@ impl Engine {
         }
     }
 
+    /// For the PDA, writes its configuration by content into `out`
+    /// ([`Pda::configuration_content`], at most `max_len` words) and returns `true`; `false`
+    /// for the Earley parser and for a longer configuration.
+    pub fn configuration_content(&self, out: &mut Vec<u32>, max_len: usize) -> bool {
+        match self {
+            Engine::Earley(_) => false,
+            Engine::Pda(p) => p.configuration_content(out, max_len),
+        }
+    }
+
+    /// For the PDA, starts recording the frames the next bytes pop ([`Pda::record_pops`]).
+    pub fn record_pops(&mut self) {
+        if let Engine::Pda(p) = self {
+            p.record_pops();
+        }
+    }
+
+    /// For the PDA, writes its configuration cut to the frames popped since
+    /// [`Engine::record_pops`] ([`Pda::popped_content`]) and returns `true`; `false` for the
+    /// Earley parser (which may have replaced the PDA since) and for a longer configuration.
+    pub fn popped_content(&self, out: &mut Vec<u32>, max_len: usize) -> bool {
+        match self {
+            Engine::Earley(_) => false,
+            Engine::Pda(p) => p.popped_content(out, max_len),
+        }
+    }
+
     /// The items of the current position: Earley items, or PDA threads.
     pub fn current_len(&self) -> usize {
         match self {

@@ -12,7 +12,9 @@ use super::oracle::walk_tokens;
 use crate::cache::counted::Reading;
 use crate::cache::{AdaptiveTokenMask, EntrySlot, NearBound};
 use crate::compiled::CompiledGrammar;
+use crate::pda::{content_states_hash, matches_cut_content};
 use crate::util::id::TokenId;
+use std::sync::Arc;
 
 /// One cache entry the current Earley set needs, and how far its accepted set can be trusted.
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +44,9 @@ pub struct MaskScratch {
     /// `verdicts.rs`).
     configuration: Vec<u32>,
     verdicts: super::verdicts::VerdictMemo,
+    /// The configuration by content (then cut to what the checks read), the key of the
+    /// grammar's shared verdicts.
+    content: Vec<u32>,
 }
 
 impl MaskScratch {
@@ -53,6 +58,11 @@ impl MaskScratch {
 
 /// The longest check list whose verdicts a matcher keeps (see `verdicts.rs`).
 const MAX_KEPT_CHECKS: usize = 1024;
+
+/// The longest configuration (words, [`Engine::configuration_content`]) the grammar's shared
+/// verdicts are keyed by: stacks nested deeper are rare, and walking them at every fill would
+/// cost more than the checks it might save.
+const MAX_SHARED_KEY: usize = 512;
 
 /// Writes into `out` (already zeroed, `ceil(vocab/32)` words) every normal token the grammar
 /// allows next. Stop tokens are left to the caller. The parser is restored on return.
@@ -99,24 +109,51 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
     }
     scratch.check.sort_unstable();
     scratch.check.dedup();
-    let ids = vocab.sorted_token_ids();
+    check_uncertain(parser, grammar, scratch, out);
+}
+
+/// Sets in `out` the tokens of `scratch.check` (sorted positions) the parser accepts. Their
+/// verdicts come from the matcher's memo, else the grammar's shared one, else from walking
+/// them with the parser (then kept in both; see `verdicts.rs` and `cache/verdicts.rs`).
+fn check_uncertain(parser: &mut Engine, grammar: &CompiledGrammar, scratch: &mut MaskScratch, out: &mut [u32]) {
+    let (cache, ids) = (grammar.mask_cache(), grammar.vocabulary().sorted_token_ids());
     // Long check lists (free text, thousands of tokens) are not kept: copying them at every
     // new configuration cost toolbench's tail more than their rare repeats saved.
     let keyed = scratch.check.len() <= MAX_KEPT_CHECKS && parser.configuration(&mut scratch.configuration);
     if keyed {
         if let Some(allowed) = scratch.verdicts.find(&scratch.configuration, &scratch.check) {
-            for &id in allowed {
-                out[id as usize / 32] |= 1 << (id % 32);
-            }
+            set_ids(out, allowed);
             return;
         }
     }
-    walk_tokens(parser, vocab, scratch.check.iter().map(|&pos| ids[pos as usize]), out);
+    let shared = keyed && parser.configuration_content(&mut scratch.content, MAX_SHARED_KEY);
+    if shared {
+        let full = &scratch.content;
+        let states = content_states_hash(full);
+        if let Some(allowed) = cache.verdicts().find(states, &scratch.check, |cut| matches_cut_content(cut, full)) {
+            set_ids(out, &allowed);
+            scratch.verdicts.keep(&scratch.configuration, &scratch.check, allowed);
+            return;
+        }
+    }
+    parser.record_pops();
+    walk_tokens(parser, grammar.vocabulary(), scratch.check.iter().map(|&pos| ids[pos as usize]), out);
     // Verdicts the work budget cut short are not kept (the fill reports the budget's error).
     if keyed && !parser.budget().exceeded() {
         let is_set = |id: u32| out[id as usize / 32] >> (id % 32) & 1 == 1;
-        let allowed = scratch.check.iter().map(|&pos| ids[pos as usize]).filter(|&id| is_set(id)).collect();
+        let allowed: Arc<[u32]> = scratch.check.iter().map(|&pos| ids[pos as usize]).filter(|&id| is_set(id)).collect();
+        if shared && parser.popped_content(&mut scratch.content, MAX_SHARED_KEY) {
+            let states = content_states_hash(&scratch.content);
+            cache.verdicts().keep(states, &scratch.content, &scratch.check, allowed.clone());
+        }
         scratch.verdicts.keep(&scratch.configuration, &scratch.check, allowed);
+    }
+}
+
+/// Sets the bits of `ids` in `out`.
+fn set_ids(out: &mut [u32], ids: &[u32]) {
+    for &id in ids {
+        out[id as usize / 32] |= 1 << (id % 32);
     }
 }
 

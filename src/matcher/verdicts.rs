@@ -12,6 +12,11 @@
 //! forgets every verdict when it rolls back or resets (see `GrammarMatcher::rollback`). Pops of
 //! bytes read after the last fill (a refused token, a jump-forward probe) drop only frames no
 //! kept configuration names.
+//!
+//! Behind it, the grammar keeps verdicts by the configuration's content for all its matchers
+//! (`cache/verdicts.rs`): a configuration this matcher meets first may have been met by another.
+
+use std::sync::Arc;
 
 /// How many configurations are kept: a string inside an object inside an array, and the few
 /// configurations a step alternates between (a key, its value).
@@ -24,8 +29,8 @@ struct Slot {
     /// The sorted positions the fill checked (the same for the same configuration; compared as a
     /// guard).
     checked: Box<[u32]>,
-    /// The token ids set after the checks, of those checked.
-    allowed: Box<[u32]>,
+    /// The token ids set after the checks, of those checked (shared with the grammar's memo).
+    allowed: Arc<[u32]>,
 }
 
 /// The kept verdicts of one matcher (see the module docs).
@@ -43,8 +48,8 @@ impl VerdictMemo {
     }
 
     /// Keeps `allowed`, the ids set after the checks of `checked` in `configuration`.
-    pub(crate) fn keep(&mut self, configuration: &[u32], checked: &[u32], allowed: Vec<u32>) {
-        let slot = Slot { configuration: configuration.into(), checked: checked.into(), allowed: allowed.into() };
+    pub(crate) fn keep(&mut self, configuration: &[u32], checked: &[u32], allowed: Arc<[u32]>) {
+        let slot = Slot { configuration: configuration.into(), checked: checked.into(), allowed };
         if self.slots.len() < SLOTS {
             self.slots.push(slot);
         } else {

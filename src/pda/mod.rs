@@ -63,6 +63,53 @@ pub const MAX_THREADS: usize = 256;
 /// The id of the empty stack.
 const EMPTY: u32 = u32::MAX;
 
+/// In a configuration by content ([`Pda::configuration_content`]): the end of a thread's stack.
+pub const STACK_END: u32 = u32::MAX;
+/// In a configuration cut to what was read ([`Pda::popped_content`]): frames remain below.
+pub const STACK_CUT: u32 = u32::MAX - 1;
+
+/// A hash of the threads' states of a configuration by content, full or cut (the words after
+/// each stack's end): the group a cut list is kept in, and looked up by.
+pub fn content_states_hash(configuration: &[u32]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    let mut at_state = true;
+    for &w in configuration {
+        if at_state {
+            w.hash(&mut hasher);
+        }
+        at_state = w == STACK_END || w == STACK_CUT;
+    }
+    hasher.finish()
+}
+
+/// Whether the configuration by content `full` ([`Pda::configuration_content`]) matches `cut`
+/// ([`Pda::popped_content`] of a configuration, maybe of another PDA): the same states in
+/// the same order, each stack starting with the frames `cut` kept, and ending where `cut`
+/// ends it. Then every byte string that the configuration of `cut` read after recording
+/// pops (it popped no frame below a cut) is read alike from `full`.
+pub fn matches_cut_content(cut: &[u32], full: &[u32]) -> bool {
+    let (mut c, mut f) = (0, 0);
+    while c < cut.len() {
+        match cut[c] {
+            STACK_CUT => {
+                // `full` must have frames left here too: skip them.
+                if full.get(f).is_none_or(|&w| w == STACK_END) {
+                    return false;
+                }
+                while full.get(f).is_some_and(|&w| w != STACK_END) {
+                    f += 1;
+                }
+            }
+            w if full.get(f) != Some(&w) => return false,
+            _ => {}
+        }
+        c += 1;
+        f += 1;
+    }
+    f == full.len()
+}
+
 /// A stack element: the state to return to when the rule above it ends, and the frame below.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct Frame {
@@ -83,6 +130,9 @@ pub struct Pda {
     fsm: Arc<GrammarFsm>,
     /// The frame tree, in creation order.
     frames: Vec<Frame>,
+    /// Per frame, how many frames its stack holds (itself included): a frame's content does
+    /// not change with the frames above it, and neither does its height.
+    heights: Vec<u32>,
     /// Hash-consing of `frames`.
     frame_ids: FastMap<Frame, u32>,
     /// The scannable threads of every position, in one vector with row starts.
@@ -97,6 +147,8 @@ pub struct Pda {
     overflowed: bool,
     /// The work the current call may still do (see the module documentation).
     budget: StepBudget,
+    /// The lowest height of a frame popped since [`Pda::record_pops`] (`u32::MAX`: none).
+    lowest_popped: u32,
     // Scratch of the closure.
     seen: SmallSet<Thread>,
     work: Vec<Thread>,
@@ -110,6 +162,7 @@ impl Pda {
         let mut pda = Pda {
             fsm,
             frames: Vec::new(),
+            heights: Vec::new(),
             frame_ids: FastMap::default(),
             threads: Vec::new(),
             thread_starts: Vec::new(),
@@ -118,6 +171,7 @@ impl Pda {
             bytes: Vec::new(),
             overflowed: false,
             budget: StepBudget::UNLIMITED,
+            lowest_popped: u32::MAX,
             seen: SmallSet::default(),
             work: vec![Thread { state: start, stack: EMPTY }],
         };
@@ -174,7 +228,7 @@ impl Pda {
             + (self.thread_starts.len() + self.frame_lens.len()) * size_of::<u32>()
             + self.accepting.len()
             + self.bytes.len()
-            + self.frames.len() * (2 * size_of::<Frame>() + size_of::<u32>())
+            + self.frames.len() * (2 * size_of::<Frame>() + 2 * size_of::<u32>())
     }
 
     /// Whether the input so far is a complete match of the root rule.
@@ -198,6 +252,54 @@ impl Pda {
         for t in self.current_threads() {
             out.extend([t.state.index() as u32, t.stack]);
         }
+    }
+
+    /// Writes the current position's threads into `out` by content: per thread its state, the
+    /// return states of its stack from the top down, and [`STACK_END`]. Unlike
+    /// [`Pda::configuration`] the list means the same in every PDA of the grammar and after any
+    /// rollback: two PDAs with equal lists read every byte string alike. Returns `false` (and
+    /// `out` is partial) once the list would exceed `max_len` words (deep stacks).
+    pub fn configuration_content(&self, out: &mut Vec<u32>, max_len: usize) -> bool {
+        self.write_content(out, 0, max_len)
+    }
+
+    /// Starts recording which frames the next bytes pop (see [`Pda::popped_content`]).
+    pub fn record_pops(&mut self) {
+        self.lowest_popped = u32::MAX;
+    }
+
+    /// Like [`Pda::configuration_content`], but each stack cut below the frames that the bytes
+    /// read since [`Pda::record_pops`] could have popped, ending in [`STACK_CUT`] where frames
+    /// remain below the cut. Call it at the position `record_pops` was called at.
+    ///
+    /// A thread's stack, while bytes are read, is frames it pushed on top of what is left of
+    /// its first stack; a pushed frame stands higher than the frame it was pushed on, so the
+    /// lowest height popped (whatever the frame, pushed or not) is at or below every frame of
+    /// a first stack that was read. Cutting every stack below that height keeps every frame
+    /// read (and maybe a few that were not): a configuration matching the cut list
+    /// ([`matches_cut_content`]) reads those bytes alike, whatever lies below its cuts.
+    pub fn popped_content(&self, out: &mut Vec<u32>, max_len: usize) -> bool {
+        self.write_content(out, self.lowest_popped, max_len)
+    }
+
+    /// Writes the threads by content, each stack cut below the frames of height `lowest` or
+    /// more (none cut when `lowest` is 0).
+    fn write_content(&self, out: &mut Vec<u32>, lowest: u32, max_len: usize) -> bool {
+        out.clear();
+        for t in self.current_threads() {
+            out.push(t.state.index() as u32);
+            let mut frame = t.stack;
+            while frame != EMPTY && self.heights[frame as usize] >= lowest {
+                if out.len() >= max_len {
+                    return false;
+                }
+                let f = self.frames[frame as usize];
+                out.push(f.ret.index() as u32);
+                frame = f.parent;
+            }
+            out.push(if frame == EMPTY { STACK_END } else { STACK_CUT });
+        }
+        out.len() <= max_len
     }
 
     /// How many threads the current position holds.
@@ -317,7 +419,20 @@ impl Pda {
     /// in the open position. Returns `false` when they exceed [`MAX_THREADS`] or the work
     /// budget runs out.
     fn close_position(&mut self) -> bool {
-        let Pda { fsm, frames, frame_ids, threads, thread_starts, accepting, seen, work, budget, .. } = self;
+        let Pda {
+            fsm,
+            frames,
+            heights,
+            frame_ids,
+            threads,
+            thread_starts,
+            accepting,
+            seen,
+            work,
+            budget,
+            lowest_popped,
+            ..
+        } = self;
         seen.clear();
         let start = *thread_starts.last().unwrap() as usize;
         while let Some(t) = work.pop() {
@@ -339,11 +454,12 @@ impl Pda {
                     *accepting.last_mut().unwrap() = true;
                 } else {
                     let f = frames[t.stack as usize];
+                    *lowest_popped = (*lowest_popped).min(heights[t.stack as usize]);
                     work.push(Thread { state: f.ret, stack: f.parent });
                 }
             }
             for e in fsm.rule_edges(t.state) {
-                let stack = intern(frames, frame_ids, Frame { ret: e.target, parent: t.stack });
+                let stack = intern(frames, heights, frame_ids, Frame { ret: e.target, parent: t.stack });
                 work.push(Thread { state: fsm.rule(e.rule).start, stack });
             }
         }
@@ -356,15 +472,17 @@ impl Pda {
             self.frame_ids.remove(f);
         }
         self.frames.truncate(len);
+        self.heights.truncate(len);
     }
 }
 
 /// The id of frame `f`, created if new (hash-consing).
-fn intern(frames: &mut Vec<Frame>, ids: &mut FastMap<Frame, u32>, f: Frame) -> u32 {
+fn intern(frames: &mut Vec<Frame>, heights: &mut Vec<u32>, ids: &mut FastMap<Frame, u32>, f: Frame) -> u32 {
     let next = frames.len() as u32;
     let id = *ids.entry(f).or_insert(next);
     if id == next {
         frames.push(f);
+        heights.push(if f.parent == EMPTY { 1 } else { heights[f.parent as usize] + 1 });
     }
     id
 }
@@ -403,6 +521,55 @@ mod tests {
         p.pop_bytes(10);
         assert_eq!((p.byte_len(), p.frames.len()), (0, *p.frame_lens.first().unwrap() as usize));
         assert!(p.advance_bytes(b"[x,[y]]") == 7 && p.is_accepting());
+    }
+
+    /// The configuration inside `depth` parentheses, before and after reading `probe` (popped
+    /// back): whole, and cut to what `probe` popped.
+    fn contents_at_depth(p: &mut Pda, depth: usize, probe: &[u8]) -> (Vec<u32>, Vec<u32>) {
+        let open = vec![b'('; depth];
+        assert_eq!(p.advance_bytes(&open), depth);
+        let (mut full, mut cut) = (Vec::new(), Vec::new());
+        assert!(p.configuration_content(&mut full, 1000));
+        p.record_pops();
+        let read = p.advance_bytes(probe);
+        p.pop_bytes(read);
+        assert!(p.popped_content(&mut cut, 1000));
+        p.pop_bytes(depth);
+        (full, cut)
+    }
+
+    #[test]
+    fn a_configuration_cut_to_what_was_popped_matches_deeper_ones_alike_on_top() {
+        let mut p = pda(r#"root ::= "(" root ")" | "x""#);
+        // `x` ends the innermost `root` and pops its frame; inside one parenthesis that is the
+        // bottom frame, so nothing is cut.
+        let (full1, cut1) = contents_at_depth(&mut p, 1, b"x");
+        assert_eq!(full1.len(), 3, "a state, one frame, the end: {full1:?}");
+        assert_eq!(cut1, full1);
+        let (full2, cut2) = contents_at_depth(&mut p, 2, b"x");
+        let (full3, _) = contents_at_depth(&mut p, 3, b"x");
+        assert_eq!(cut2, [full2[0], full2[1], STACK_CUT], "the top frame and a cut");
+        assert!(matches_cut_content(&cut2, &full2) && matches_cut_content(&cut2, &full3));
+        assert!(!matches_cut_content(&cut2, &full1), "the cut says frames remain below");
+        assert!(!matches_cut_content(&cut1, &full2), "the whole stack was read: it must end there");
+        // Reading nothing pops nothing: every stack is cut at its top.
+        let (full0, _) = contents_at_depth(&mut p, 0, b"");
+        let (_, cut_none) = contents_at_depth(&mut p, 2, b"");
+        assert_eq!(cut_none, [full0[0], STACK_CUT]);
+        assert!(matches_cut_content(&cut_none, &full3) && !matches_cut_content(&cut_none, &full0));
+    }
+
+    #[test]
+    fn cut_contents_match_thread_by_thread() {
+        let (s1, s2, r1, r2) = (3, 4, 7, 8);
+        let full = [s1, r1, r2, STACK_END, s2, STACK_END];
+        assert!(matches_cut_content(&[s1, r1, STACK_CUT, s2, STACK_END], &full));
+        assert!(matches_cut_content(&[s1, STACK_CUT, s2, STACK_END], &full));
+        assert!(matches_cut_content(&full, &full));
+        assert!(!matches_cut_content(&[s1, r2, STACK_CUT, s2, STACK_END], &full), "another frame");
+        assert!(!matches_cut_content(&[s1, r1, STACK_CUT, s2, STACK_CUT], &full), "the second stack is empty");
+        assert!(!matches_cut_content(&[s1, r1, STACK_CUT], &full), "a thread more");
+        assert!(!matches_cut_content(&[s2, STACK_END, s1, r1, STACK_CUT], &full), "threads in another order");
     }
 
     #[test]
