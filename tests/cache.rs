@@ -479,10 +479,14 @@ fn byte_paths_equal_walks_with_real_vocabularies() {
     // A pattern with length bounds: a right-recursive chain of nullable rules, one per character
     // (the walk follows their completions without nesting frames), and a shared escape rule.
     // A string with length bounds and no pattern: a counted repetition of one character, whose
-    // body is a region (an iteration's end loops back to its start).
+    // body is a region (an iteration's end loops back to its start). Without a minimum and with
+    // a maximum no token reaches, the walks of the entries before it follow it (`note`, and
+    // `tag` after its pattern's match).
     let product = serde_json::json!({"type": "object", "properties": {
         "id": {"type": "string", "pattern": "[a-z0-9_.-]+", "minLength": 2, "maxLength": 24},
-        "name": {"type": "string", "minLength": 1, "maxLength": 256}}, "required": ["id", "name"]});
+        "name": {"type": "string", "minLength": 1, "maxLength": 256},
+        "note": {"type": "string", "maxLength": 2000},
+        "tag": {"type": "string", "pattern": "^[a-z]", "maxLength": 3000}}, "required": ["id", "name", "note", "tag"]});
     let grammar = compiler.compile_json_schema(&product, &JsonSchemaOptions::spec_compliant()).unwrap();
     compared += byte_paths_equal_walks(&grammar, None).unwrap();
     // The MaskBench grammars share one pool, as a server's do: key positions of later objects

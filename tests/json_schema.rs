@@ -278,6 +278,48 @@ fn bounded_multiple_of_is_the_product_of_range_and_residue() {
     }
 }
 
+/// A pattern with length bounds whose automaton reaches states accepting every continuation
+/// (an unanchored pattern after its match): from there only the count is left, lowered as a
+/// counted repetition rather than one rule per count. Every string of up to five characters
+/// over a small alphabet is recognized exactly when the pattern matches somewhere in it and
+/// its length is within the bounds.
+#[test]
+fn patterns_with_lengths_count_the_rest_after_a_match() {
+    use crate::support::reference::recognizes;
+    type Matches = fn(&[char]) -> bool;
+    let patterns: [(&str, Matches); 4] = [
+        ("[a-z0-9_.-]+", |t| t.iter().any(|c| c.is_ascii_lowercase() || c.is_ascii_digit())),
+        ("^a", |t| t.first() == Some(&'a')),
+        ("x[0-9]", |t| t.windows(2).any(|w| w[0] == 'x' && w[1].is_ascii_digit())),
+        ("b$", |t| t.last() == Some(&'b')),
+    ];
+    let alphabet = ['a', 'b', 'x', '1', 'é'];
+    let mut texts: Vec<Vec<char>> = vec![Vec::new()];
+    let mut last = texts.clone();
+    for _ in 0..5 {
+        last = last.iter().flat_map(|t| alphabet.iter().map(move |&c| [t.as_slice(), &[c]].concat())).collect();
+        texts.extend(last.iter().cloned());
+    }
+    for (pattern, matches) in patterns {
+        for (min, max) in [(1, Some(4)), (0, Some(3)), (2, None)] {
+            let mut schema = json!({"type": "string", "pattern": pattern, "minLength": min});
+            if let Some(max) = max {
+                schema["maxLength"] = json!(max);
+            }
+            let (grammar, _) = maskforge::json_schema_to_grammar(&schema, &spec()).unwrap();
+            for t in &texts {
+                let valid = matches(t) && t.len() >= min && max.is_none_or(|m| t.len() <= m);
+                let json = serde_json::to_string(&t.iter().collect::<String>()).unwrap();
+                assert_eq!(recognizes(&grammar, json.as_bytes()), valid, "{schema}: {json}");
+            }
+        }
+    }
+    // With `maxLength: 255` the rest after `[a-z0-9_.-]` is one counted repetition.
+    let schema = json!({"type": "string", "pattern": "[a-z0-9_.-]+", "maxLength": 255});
+    let (grammar, _) = maskforge::json_schema_to_grammar(&schema, &spec()).unwrap();
+    assert!(grammar.to_string().contains("{0,254}"), "{grammar}");
+}
+
 /// With a pattern and length bounds, a counted state reads a character's raw form inline and
 /// only its escapes through a shared rule: were the raw characters behind that rule too, every
 /// counted state's entry would end inside a rule called from all of them, and every token

@@ -29,9 +29,14 @@
 //! the walk gives up (a set past [`MAX_SET`] items, more than [`MAX_SETS`] sets), the parser
 //! decides every token from there.
 //!
-//! Only plain rules are followed: a counted repetition changes its item's count as it loops
-//! (the entry's own counted rule is unbounded for the isolated parser, so its loop is followed),
-//! and a `TagDispatch` rule has its own fast path.
+//! Plain rules are followed. A counted repetition changes its item's count as it loops, which
+//! a set does not hold, so only two kinds are followed: the entry's own counted rule (unbounded
+//! for the isolated parser), and a predicted one whose count cannot matter within a token: no
+//! minimum (it may end after any iteration) and a maximum no token reaches (an iteration reads
+//! a byte at least, and the count starts at 0 where the rule is predicted). A JSON string with
+//! `maxLength` (or the rest of one after its pattern's match) is such a repetition, entered
+//! from the position before it. Both loop back from a state final for the body to the start.
+//! A `TagDispatch` rule is not followed: it has its own fast path.
 
 use std::sync::Arc;
 
@@ -72,8 +77,17 @@ pub(super) fn applies(fsm: &GrammarFsm, state: StateId) -> bool {
 }
 
 /// Per rule, whether the walk follows its predictions: plain rules that are not dispatches.
-fn followed_rules(fsm: &GrammarFsm) -> Vec<bool> {
-    let mut followed: Vec<bool> = fsm.rules().iter().map(|r| matches!(r.kind, RuleKind::Plain)).collect();
+fn followed_rules(fsm: &GrammarFsm, max_token_len: usize) -> Vec<bool> {
+    let unreached = |max: u32| max as usize > max_token_len;
+    let mut followed: Vec<bool> = fsm
+        .rules()
+        .iter()
+        .map(|r| match r.kind {
+            RuleKind::Plain => true,
+            // The start does not end an iteration: each reads a byte at least.
+            RuleKind::Counted { min, max } => min == 0 && unreached(max) && !fsm.is_final(r.start),
+        })
+        .collect();
     for d in fsm.dispatch_rules() {
         followed[d.index()] = false;
     }
@@ -161,11 +175,13 @@ impl PathSplit {
 #[derive(Debug)]
 pub(super) struct PathFacts {
     regions: Regions,
+    /// Per rule, whether walks follow its predictions (see the module docs).
+    followed: Vec<bool>,
 }
 
 impl PathFacts {
     pub(super) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
-        PathFacts { regions: Regions::new(fsm, vocab, pool) }
+        PathFacts { regions: Regions::new(fsm, vocab, pool), followed: followed_rules(fsm, vocab.max_token_len()) }
     }
 }
 
@@ -230,7 +246,7 @@ struct LazyDfa<'a> {
 impl<'a> LazyDfa<'a> {
     /// A DFA whose set 0 is the closure of `state`.
     fn new(fsm: &'a GrammarFsm, state: StateId, context: &[StateId], source: &'a PathSource<'a>) -> Self {
-        let mut closures = Closures::new(fsm, state);
+        let mut closures = Closures::new(fsm, state, &source.facts.followed);
         let first = closures.of((state, ROOT));
         let cut = first.cut;
         let mut start = first.items.to_vec();
@@ -502,7 +518,7 @@ struct Closure {
 /// the rule's start) also holds the start, a new iteration.
 struct Closures<'a> {
     fsm: &'a GrammarFsm,
-    followed: Vec<bool>,
+    followed: &'a [bool],
     /// The entry's own rule, if it is counted.
     own_counted: Option<crate::fsm::FsmRuleId>,
     /// Per frame: its return state, its parent frame and its depth (frame 0 is [`ROOT`]).
@@ -512,12 +528,12 @@ struct Closures<'a> {
 }
 
 impl<'a> Closures<'a> {
-    fn new(fsm: &'a GrammarFsm, state: StateId) -> Self {
+    fn new(fsm: &'a GrammarFsm, state: StateId, followed: &'a [bool]) -> Self {
         let own = fsm.rule_of(state);
         let own_counted = matches!(fsm.rule(own).kind, RuleKind::Counted { .. }).then_some(own);
         Closures {
             fsm,
-            followed: followed_rules(fsm),
+            followed,
             own_counted,
             frames: vec![(state, ROOT, 0)],
             frame_ids: FastMap::default(),
@@ -525,10 +541,16 @@ impl<'a> Closures<'a> {
         }
     }
 
-    /// Whether `s` is a state of the entry's own counted rule where a new iteration begins.
-    fn loops_back(&self, s: StateId) -> bool {
-        self.own_counted
-            .is_some_and(|r| self.fsm.rule_of(s) == r && s != self.fsm.rule(r).start && self.fsm.is_final(s))
+    /// Whether item `(s, frame)` is where a counted rule's new iteration begins (a state final
+    /// for the body, other than the start): in the entry's own rule at the root frame, or in a
+    /// counted rule the walk follows (see [`followed_rules`]) at any frame.
+    fn loops_back(&self, s: StateId, frame: FrameId) -> bool {
+        let r = self.fsm.rule_of(s);
+        let looping = match self.fsm.rule(r).kind {
+            RuleKind::Plain => false,
+            RuleKind::Counted { .. } => (frame == ROOT && self.own_counted == Some(r)) || self.followed[r.index()],
+        };
+        looping && s != self.fsm.rule(r).start && self.fsm.is_final(s)
     }
 
     /// The frame returning to `t` under `parent`, or `None` past [`MAX_FRAME_DEPTH`].
@@ -574,8 +596,8 @@ impl<'a> Closures<'a> {
         let fsm = self.fsm;
         let mut out = vec![item];
         let mut cut = false;
-        if item.1 == ROOT && self.loops_back(item.0) {
-            out.extend(self.own_counted.map(|r| (fsm.rule(r).start, ROOT)));
+        if self.loops_back(item.0, item.1) {
+            out.push((fsm.rule(fsm.rule_of(item.0)).start, item.1));
         }
         let mut i = 0;
         while i < out.len() {

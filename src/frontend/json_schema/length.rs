@@ -8,12 +8,19 @@
 //! bound is counted in decoded code points like a plain `maxLength`. Only states reachable
 //! from the start are generated; dead ones are removed with the other unproductive rules when
 //! the grammar is finished. Beyond [`MAX_PRODUCT_STATES`] the caller reports a relaxation.
+//!
+//! A DFA state that accepts every continuation (an unanchored pattern after its match:
+//! `[a-z0-9_.-]+` with `maxLength: 255`) leaves only the count to check: its product state
+//! `q_c` (from `c = minLength` on) becomes the counted repetition `char{0, max - c}` rather
+//! than a chain of one rule per count. Besides the rules it saves, a chain gives every count its own cache entry,
+//! each a walk of the vocabulary, at nearly every step of the string (`Github_hard---o45481`:
+//! 4–7 ms each); the counted repetition's entries serve every count.
 
 use std::collections::hash_map::Entry;
 
 use super::counter::Counter;
 use super::lower::{choice, Lowerer};
-use super::string::json_char;
+use super::string::{any_json_char, json_char};
 use super::SchemaError;
 use crate::frontend::regex::CodePointDfa;
 use crate::grammar::{CharClass, Expr, RuleId};
@@ -45,10 +52,15 @@ impl Lowerer<'_> {
         let mut succ: Vec<usize> = Vec::new();
         index.insert((0, 0), 0);
         let mut i = 0;
+        let accepts_everything = dfa.accepting_everything();
+        // From `minLength` on: the repetition then has no minimum, so that the walks of the
+        // cache entries before it follow it (`cache/byte_paths.rs`).
+        let counted_rest = |q: usize, c: u32| accepts_everything[q] && c >= min;
         while i < states.len() {
             let (q, c) = states[i];
             succ_start.push(succ.len());
-            if let Some(c2) = step(c) {
+            // From a state accepting everything only the count is left (no successors).
+            if let Some(c2) = step(c).filter(|_| !counted_rest(q, c)) {
                 for &(_, t) in &dfa.transitions[q] {
                     let next = match index.entry((t, c2)) {
                         Entry::Occupied(o) => *o.get(),
@@ -77,6 +89,10 @@ impl Lowerer<'_> {
         let mut per_transition: Vec<Vec<Option<Expr>>> =
             dfa.transitions.iter().map(|ts| vec![None; ts.len()]).collect();
         for (k, &(q, c)) in states.iter().enumerate() {
+            if counted_rest(q, c) {
+                self.define(ids[k], Expr::repeat(any_json_char(), min.saturating_sub(c), max.map(|m| m - c)));
+                continue;
+            }
             let mut alts = Vec::new();
             if step(c).is_some() {
                 for (j, (ranges, _)) in dfa.transitions[q].iter().enumerate() {

@@ -215,6 +215,44 @@ impl Regex {
 }
 
 impl CodePointDfa {
+    /// Per state, whether it accepts every continuation: it and every state it reaches accept
+    /// and read every code point (the surrogates, which are no characters, aside). An
+    /// unanchored pattern's automaton reaches such states after a match: any text may follow.
+    pub fn accepting_everything(&self) -> Vec<bool> {
+        let mut everything: Vec<bool> =
+            (0..self.accepting.len()).map(|q| self.accepting[q] && self.reads_every_code_point(q)).collect();
+        // The largest set closed under transitions: drop states reaching outside it until none.
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for q in 0..everything.len() {
+                if everything[q] && self.transitions[q].iter().any(|&(_, t)| !everything[t]) {
+                    everything[q] = false;
+                    changed = true;
+                }
+            }
+        }
+        everything
+    }
+
+    /// Whether the transitions of `q` cover every code point but the surrogates.
+    fn reads_every_code_point(&self, q: usize) -> bool {
+        let mut ranges: Vec<(u32, u32)> = self.transitions[q].iter().flat_map(|(r, _)| r.iter().copied()).collect();
+        ranges.sort_unstable();
+        // The first code point not covered yet.
+        let mut next = 0u32;
+        for (lo, hi) in ranges {
+            if (0xD800..=0xDFFF).contains(&next) {
+                next = 0xE000;
+            }
+            if lo > next {
+                break;
+            }
+            next = next.max(hi.saturating_add(1));
+        }
+        next > MAX_CODE_POINT
+    }
+
     /// Whether the DFA accepts `text` (for tests and cross-checks).
     #[cfg(test)]
     pub fn accepts(&self, text: &str) -> bool {
@@ -247,6 +285,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_state_accepting_everything_is_found() {
+        let universal = |p: &str, anch| {
+            let dfa = Regex::parse(p).unwrap().to_dfa(anch, 1000).unwrap();
+            dfa.accepting_everything().iter().filter(|&&e| e).count()
+        };
+        // A search keeps looking for matches after one: several states, all accepting.
+        assert!(universal("[a-z0-9_.-]+", Anchoring::Search) >= 1, "after a match, anything");
+        assert!(universal("^a", Anchoring::Search) >= 1);
+        assert_eq!(universal("^a+$", Anchoring::Search), 0);
+        assert_eq!(universal("[a-z0-9_.-]+", Anchoring::FullMatch), 0);
+        assert!(universal(r"^[\s\S]*$", Anchoring::Search) >= 1, "every code point");
+        assert_eq!(universal("^.*$", Anchoring::Search), 0, "`.` leaves out line ends");
     }
 
     #[test]
