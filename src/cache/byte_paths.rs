@@ -32,8 +32,9 @@
 //! Plain rules are followed. A counted repetition changes its item's count as it loops, which
 //! a set does not hold, so only two kinds are followed: the entry's own counted rule (unbounded
 //! for the isolated parser), and a predicted one whose count cannot matter within a token: no
-//! minimum (it may end after any iteration) and a maximum no token reaches (an iteration reads
-//! a byte at least, and the count starts at 0 where the rule is predicted). A JSON string with
+//! minimum (it may end after any iteration) and a maximum no token reaches (the count starts at
+//! 0 where the rule is predicted, and a token of `n` bytes needs at most `n` iterations that
+//! read something: empty ones change nothing). A JSON string with
 //! `maxLength` (or the rest of one after its pattern's match) is such a repetition, entered
 //! from the position before it. Both loop back from a state final for the body to the start.
 //! A `TagDispatch` rule is not followed: it has its own fast path.
@@ -84,7 +85,7 @@ fn followed_rules(fsm: &GrammarFsm, max_token_len: usize) -> Vec<bool> {
         .iter()
         .map(|r| match r.kind {
             RuleKind::Plain => true,
-            // The start does not end an iteration: each reads a byte at least.
+            // (A start that ends the rule by itself is left to the parser.)
             RuleKind::Counted { min, max } => min == 0 && unreached(max) && !fsm.is_final(r.start),
         })
         .collect();
@@ -556,8 +557,10 @@ impl<'a> Closures<'a> {
     /// The frame returning to `t` under `parent`, or `None` past [`MAX_FRAME_DEPTH`].
     fn frame(&mut self, t: StateId, parent: FrameId) -> Option<FrameId> {
         let fsm = self.fsm;
-        if fsm.is_final(t) && fsm.byte_edges(t).is_empty() && fsm.rule_edges(t).is_empty() {
-            // Returning to `t` only ends its rule: the completion goes on to the parent.
+        // Returning to `t` only ends its rule: the completion goes on to the parent. Not in a
+        // counted rule, where a state final for the body also begins a new iteration.
+        let ends_only = fsm.is_final(t) && fsm.byte_edges(t).is_empty() && fsm.rule_edges(t).is_empty();
+        if ends_only && matches!(fsm.rule(fsm.rule_of(t)).kind, RuleKind::Plain) {
             return Some(parent);
         }
         if let Some(&f) = self.frame_ids.get(&(t, parent)) {
