@@ -10,11 +10,11 @@
 //! Here a configuration is described by content: each thread's state and the return states of
 //! its stack (`Pda::configuration_content`). The checks of a string's closing tokens (` ",`,
 //! `"}`) read only the top frame or two, so the verdicts are kept under the configuration cut
-//! below the frames the checks popped (`Pda::popped_content`): the first key of an object at
-//! any depth then finds the verdicts of the first. This memo does not read those lists: the
-//! caller groups them by a hash of the threads' states and says, with a predicate
-//! (`pda::matches_cut_content`), whether a kept cut list matches its configuration. The check
-//! list, a function of the states, is compared as a guard.
+//! below the frames the checks popped (`Pda::popped_content`): a first key at another depth
+//! then finds the verdicts of the first, unless its checks read to the stack's end. This memo
+//! does not read those lists: the caller groups them by a hash of the threads' states and
+//! says, with a predicate (`pda::matches_cut_content`), whether a kept cut list matches its
+//! configuration. The check list, a function of the states, is compared as a guard.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
