@@ -717,7 +717,12 @@ impl Regex {
             Node::Alt(alts) => alts.iter().collect(),
             n => vec![n],
         };
-        let mut out = Vec::with_capacity(alts.len());
+        let search = anchoring == Anchoring::Search;
+        // A search puts "any text" before an alternative not anchored at its start, and after
+        // one not anchored at its end. Alternatives alike in that share one such loop: a
+        // loop per alternative would make every position of the text start as many parser
+        // threads as there are alternatives (and defeat subset construction).
+        let mut groups: Vec<((bool, bool), Vec<Expr>)> = Vec::new();
         for alt in alts {
             let items: &[Node] = match alt {
                 Node::Seq(items) => items,
@@ -731,18 +736,27 @@ impl Regex {
             while hi > lo && matches!(items[hi - 1], Node::End(_)) {
                 hi -= 1;
             }
-            let mut parts = Vec::new();
-            let start_anchored = lo > 0;
-            let end_anchored = hi < items.len();
-            let search = anchoring == Anchoring::Search;
-            if search && !start_anchored {
-                parts.push(Expr::star(class(&CharClass::new([(0, MAX_CODE_POINT)], false))));
+            let parts = items[lo..hi].iter().map(|item| lower(item, pattern, class)).collect::<Result<Vec<_>, _>>()?;
+            let anchors = if search { (lo > 0, hi < items.len()) } else { (true, true) };
+            match groups.iter_mut().find(|(a, _)| *a == anchors) {
+                Some((_, bodies)) => bodies.push(Expr::Seq(parts)),
+                None => groups.push((anchors, vec![Expr::Seq(parts)])),
             }
-            for item in &items[lo..hi] {
-                parts.push(lower(item, pattern, class)?);
+        }
+        let mut out = Vec::with_capacity(groups.len());
+        for ((start_anchored, end_anchored), mut bodies) in groups {
+            if start_anchored && end_anchored {
+                out.append(&mut bodies);
+                continue;
             }
-            if search && !end_anchored {
-                parts.push(Expr::star(class(&CharClass::new([(0, MAX_CODE_POINT)], false))));
+            let mut any = || Expr::star(class(&CharClass::new([(0, MAX_CODE_POINT)], false)));
+            let mut parts = Vec::with_capacity(3);
+            if !start_anchored {
+                parts.push(any());
+            }
+            parts.push(if bodies.len() == 1 { bodies.pop().unwrap() } else { Expr::Choice(bodies) });
+            if !end_anchored {
+                parts.push(any());
             }
             out.push(Expr::Seq(parts));
         }

@@ -456,4 +456,36 @@ mod tests {
             assert!(!expr_matches(&e, bad.as_bytes()), "{bad}");
         }
     }
+
+    /// The unbounded repetitions in `e` (the "any text" loops a search adds, among others).
+    fn unbounded_loops(e: &Expr) -> usize {
+        match e {
+            Expr::Seq(v) | Expr::Choice(v) => v.iter().map(unbounded_loops).sum(),
+            Expr::Repeat(r) => usize::from(r.max.is_none()) + unbounded_loops(&r.expr),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn searches_share_their_any_text_loops_across_alternatives() {
+        // Alternatives anchored alike share one loop before and one after them; the lowered
+        // search still matches exactly the strings the reference matcher finds a match in.
+        for (p, loops) in
+            [("ab|cd|xa", 2), ("(ab|cd|xa)", 2), ("^ab|cd$|^x$|c|^a", 4), ("^(ab|ca)$|b", 2), ("a|^bc|x$|ca", 4)]
+        {
+            let re = Regex::parse(p).unwrap();
+            let e = re.to_expr(p, Anchoring::Search, &mut json_char).unwrap();
+            assert_eq!(unbounded_loops(&e), loops, "{p}");
+            let mut texts = vec![String::new()];
+            for len in 1..=4 {
+                let mut longer: Vec<String> = texts.iter().filter(|t| t.len() == len - 1).cloned().collect();
+                longer = longer.iter().flat_map(|t| "abcx".chars().map(move |c| format!("{t}{c}"))).collect();
+                texts.extend(longer);
+            }
+            for t in &texts {
+                let expected = re.is_match(t, Anchoring::Search);
+                assert_eq!(expr_matches(&quoted(&e), format!("\"{t}\"").as_bytes()), expected, "{p} on {t:?}");
+            }
+        }
+    }
 }
