@@ -263,8 +263,6 @@ impl Region {
 /// `mask`; the loop runs over whichever of `mask` and its complement is smaller.
 struct ReadingInto {
     all: u32,
-    /// Per byte, its column class (bytes no region state tells apart share one).
-    class: [u8; 256],
     /// Per class, the states reading its bytes into the region.
     into_all: Vec<u32>,
     /// Per class and region state `t`, the states reading its bytes into `t`.
@@ -276,9 +274,13 @@ struct ReadingInto {
 
 /// Slots of [`ReadingInto::memo`] (a power of two).
 const MEMO_SLOTS: usize = 1024;
+/// Regions up to this size get every answer of [`ReadingInto::of`] computed up front (at most
+/// 256 per column class).
+const MAX_ANSWERED_STATES: u32 = 8;
 
 impl ReadingInto {
-    fn new(region: &Region) -> Self {
+    /// Per byte, its column class: bytes that every region state reads alike share one.
+    fn classes(region: &Region) -> [u8; 256] {
         let mut class = [0u8; 256];
         let mut columns: Vec<Vec<u8>> = Vec::new();
         for b in 0..256 {
@@ -289,10 +291,18 @@ impl ReadingInto {
             });
             class[b] = c as u8;
         }
-        let mut into_all = vec![0u32; columns.len()];
-        let mut into_state = vec![[0u32; MAX_REGION_STATES]; columns.len()];
-        for (c, column) in columns.iter().enumerate() {
-            for (k, &t) in column.iter().enumerate() {
+        class
+    }
+
+    fn new(region: &Region) -> Self {
+        let class = Self::classes(region);
+        let classes = class.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
+        let mut into_all = vec![0u32; classes];
+        let mut into_state = vec![[0u32; MAX_REGION_STATES]; classes];
+        for b in 0..256 {
+            let c = class[b] as usize;
+            for (k, row) in region.next.iter().enumerate() {
+                let t = row[b];
                 if t != NONE {
                     into_all[c] |= 1 << k;
                     into_state[c][t as usize] |= 1 << k;
@@ -300,13 +310,28 @@ impl ReadingInto {
             }
         }
         let memo = vec![(u64::MAX, 0); MEMO_SLOTS].into_boxed_slice();
-        ReadingInto { all: region.all(), class, into_all, into_state, memo }
+        ReadingInto { all: region.all(), into_all, into_state, memo }
     }
 
-    /// The region states that read `b` into a region state of `mask`.
+    /// For a region of at most [`MAX_ANSWERED_STATES`] states, every answer of [`Self::of`]:
+    /// at `class << bits | mask`, with `bits` the region's size. A table's pass then looks
+    /// each node's answer up instead of hashing it into the memo (a third of the time).
+    fn every_answer(&self) -> Option<(Vec<u32>, u32)> {
+        let bits = self.all.count_ones();
+        if bits > MAX_ANSWERED_STATES {
+            return None;
+        }
+        let answers = (0..self.into_all.len())
+            .flat_map(|c| (0..=self.all).map(move |mask| (c, mask)))
+            .map(|(c, mask)| self.compute(c, mask))
+            .collect();
+        Some((answers, bits))
+    }
+
+    /// The region states that read a byte of column class `c` into a region state of `mask`.
     #[inline]
-    fn of(&mut self, b: u8, mask: u32) -> u32 {
-        let c = self.class[b as usize] as usize;
+    fn of(&mut self, c: u8, mask: u32) -> u32 {
+        let c = c as usize;
         if mask == self.all {
             return self.into_all[c];
         }
@@ -350,17 +375,27 @@ impl RegionTable {
     /// preorder, so that every node's mask is final (the meet of what its children allow) when
     /// it is folded into its parent's.
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
-        let trie = vocab.trie();
-        let all = region.all();
         let mut reading = ReadingInto::new(region);
-        let mut masks = vec![all; trie.node_count()];
+        let masks = match reading.every_answer() {
+            Some((answers, bits)) => Self::pass(vocab, region, |c, mask| answers[(c as usize) << bits | mask as usize]),
+            None => Self::pass(vocab, region, |c, mask| reading.of(c, mask)),
+        };
+        RegionTable { masks }
+    }
+
+    /// The pass of [`RegionTable::new`], with `reading(class, mask)` the region states reading
+    /// a byte of the column class into a state of `mask`.
+    fn pass(vocab: &Vocabulary, region: &Region, mut reading: impl FnMut(u8, u32) -> u32) -> Box<[u32]> {
+        let trie = vocab.trie();
+        let class = ReadingInto::classes(region);
+        let mut masks = vec![region.all(); trie.node_count()];
         for node in (0..masks.len()).rev() {
             let parent = trie.parent(node);
             if parent != TokenTrie::ROOT {
-                masks[parent as usize] &= reading.of(trie.byte(node), masks[node]);
+                masks[parent as usize] &= reading(class[trie.byte(node) as usize], masks[node]);
             }
         }
-        RegionTable { masks: masks.into_boxed_slice() }
+        masks.into_boxed_slice()
     }
 
     /// The region states from which every token of `node`'s subtree stays in the region.
@@ -438,6 +473,10 @@ mod tests {
         let region = only_region(&fsm, &regions);
         assert!(region.states.len() >= 3, "body, escape and the middle of `é`");
         let table = RegionTable::new(&vocab, region);
+        // The pass through the memo gives the same masks as the one through every answer.
+        let mut reading = ReadingInto::new(region);
+        assert!(reading.every_answer().is_some());
+        assert_eq!(table.masks, RegionTable::pass(&vocab, region, |c, mask| reading.of(c, mask)));
         let (trie, lcp) = (vocab.trie(), vocab.sorted_lcp());
         let mut checked = 0;
         for pos in 0..lcp.len() {
@@ -465,12 +504,17 @@ mod tests {
         let region = only_region(&fsm, &regions);
         assert!(region.states.len() >= 5, "body, escape, and the middles of two characters");
         let mut reading = ReadingInto::new(region);
+        let class = ReadingInto::classes(region);
+        let (answers, bits) = reading.every_answer().expect("a small region");
         let all = region.all();
         let mut masks: Vec<u32> = (0..=all).step_by(7).chain([0, all]).collect();
         masks.extend((0..region.states.len()).flat_map(|k| [1 << k, all & !(1 << k)]));
         for mask in masks {
             for b in 0..=255u8 {
-                assert_eq!(reading.of(b, mask), region.reading_into(b, mask), "byte {b:#x}, mask {mask:#b}");
+                let c = class[b as usize];
+                let want = region.reading_into(b, mask);
+                assert_eq!(reading.of(c, mask), want, "byte {b:#x}, mask {mask:#b}");
+                assert_eq!(answers[(c as usize) << bits | mask as usize], want, "byte {b:#x}, mask {mask:#b}");
             }
         }
     }

@@ -18,11 +18,14 @@
 //! total and count per cause, the cost distribution of all entries, and the TBM percentiles of
 //! the fills (which then build nothing: their entries are built just before), and those of the
 //! steps (a step's entries and its fill: what the runner's TBM measures in one fill).
+//!
+//! `--repeat N` then builds the slowest entry N more times in a fresh cache of its grammar (no
+//! pool), the loop to run under a profiler.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use maskforge::cache::BuildPath;
+use maskforge::cache::{BuildPath, MaskCache};
 use maskforge::fsm::{GrammarFsm, StateId};
 use maskforge::tokenizer::load_tokenizer;
 use maskforge::{CompilerConfig, GrammarCompiler, GrammarMatcher, JsonSchemaOptions, TokenBitmask};
@@ -142,6 +145,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Per file: the time of its fills, of its slowest fill, and how many took over 1 ms.
     let mut fill_time: Vec<(f64, f64, String, usize)> = Vec::new();
     let mut mask = TokenBitmask::new(vocab.vocab_size());
+    // The slowest entry: its cost, grammar, state and slot.
+    let mut slowest: Option<(f64, maskforge::CompiledGrammar, StateId, bool)> = None;
     for path in &paths {
         let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
         let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
@@ -162,6 +167,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let t = Instant::now();
                     let uncertain = cache.entry(fsm, &vocab, slot.state, slot.below_min).uncertain.len();
                     let us = t.elapsed().as_secs_f64() * 1e6;
+                    if slowest.as_ref().is_none_or(|s| s.0 < us) {
+                        slowest = Some((us, grammar.clone(), slot.state, slot.below_min));
+                    }
                     let rule = fsm.rules()[fsm.rule_of(slot.state)].name.clone();
                     let first_bytes = fsm
                         .byte_edges(slot.state)
@@ -243,6 +251,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     print_times("fills after their entries", &tbm);
     print_times("steps (entries + fill)", &steps);
+    let repeat: usize = flag(&args, "--repeat", "0").parse()?;
+    if let (Some((_, grammar, state, below_min)), true) = (slowest, repeat > 0) {
+        let t = Instant::now();
+        for _ in 0..repeat {
+            let cache = MaskCache::new(grammar.fsm(), None);
+            std::hint::black_box(cache.entry(grammar.fsm(), &vocab, state, below_min));
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / repeat as f64;
+        println!("slowest entry (state {state}) rebuilt {repeat} times without a pool: {us:.0} us each");
+    }
     fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
     for (total, max, file, slow) in fill_time.iter().take(10) {
         println!("fills of {file}: total {:.1} ms, slowest {max:.0} us, {slow} over 1 ms", total / 1e3);
