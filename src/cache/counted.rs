@@ -21,8 +21,18 @@
 //! per-vocabulary table of every token's count from the start ([`LoopCounts`], pooled like the
 //! other vocabulary tables, keyed by the repetition's structure) and its mask of the tokens
 //! within a budget, one AND per step. Items elsewhere walk the tokens longer than their budget.
+//!
+//! The loop-backs of other repetitions whose body cannot be empty are *bounded*: a token may
+//! have several readings, but no reading loops back more often than [`Bound`] says. When the
+//! body reads bytes only, one edge per byte (an iteration may end where it could read on, or
+//! what follows may begin like an iteration: `(\S+\s+){0,29}\S+`, a word count), a walk of
+//! the body finds the most loop-backs any reading makes; else (the body calls rules: the items
+//! of an array with `maxItems`) each loop-back reads one of the bytes that may begin an
+//! iteration, and the token's bytes among those bound it. A token within the budget by its
+//! bound is trusted; the other accepted tokens go to the parser (a bound is not a count: it
+//! never rejects). [`LoopBounds`] keeps the bounds per item state.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
@@ -86,6 +96,18 @@ impl Forced {
 #[derive(Debug)]
 pub(crate) struct ForcedRules {
     by_rule: Vec<Option<Forced>>,
+    /// Per rule, how the loop-backs of a bounded repetition are bounded (see the module docs;
+    /// forced ones too).
+    bounded: Vec<Option<Bound>>,
+}
+
+/// How the loop-backs of a bounded repetition are bounded (see the module docs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Bound {
+    /// By walking the body ([`upper_bound`]).
+    Walk,
+    /// By the token's bytes that may begin an iteration.
+    FirstBytes(ByteSet),
 }
 
 impl ForcedRules {
@@ -96,18 +118,42 @@ impl ForcedRules {
         for s in fsm.states() {
             states[fsm.rule_of(s)].push(s);
         }
-        let by_rule = FsmRuleId::range(fsm.rules().len())
+        let rules = FsmRuleId::range(fsm.rules().len());
+        // Bytes only and one edge per byte: walked.
+        let walked: Vec<bool> = rules
+            .clone()
+            .map(|r| {
+                states[r].iter().all(|&s| {
+                    let edges = fsm.byte_edges(s);
+                    fsm.rule_edges(s).is_empty() && edges.windows(2).all(|w| w[0].hi < w[1].lo)
+                })
+            })
+            .collect();
+        // The first bytes of rule starts, only when some repetition calls rules.
+        let mut first_bytes: Option<Vec<ByteSet>> = None;
+        let bounded: Vec<Option<Bound>> = rules
+            .clone()
             .map(|r| {
                 let rule = fsm.rule(r);
-                let RuleKind::Counted { .. } = rule.kind else { return None };
-                let members = &states[r];
-                // Bytes only, one edge per byte, and an iteration ends where nothing more is read.
-                let deterministic = members.iter().all(|&s| {
-                    let edges = fsm.byte_edges(s);
-                    fsm.rule_edges(s).is_empty()
-                        && edges.windows(2).all(|w| w[0].hi < w[1].lo)
-                        && (edges.is_empty() || !fsm.is_final(s))
-                });
+                // Every iteration reads a byte: the start is not final, and calls no rule that
+                // may read nothing.
+                let reads_a_byte =
+                    !fsm.is_final(rule.start) && fsm.rule_edges(rule.start).iter().all(|e| !fsm.rule(e.rule).nullable);
+                match rule.kind {
+                    RuleKind::Counted { .. } if reads_a_byte && walked[r] => Some(Bound::Walk),
+                    RuleKind::Counted { .. } if reads_a_byte => {
+                        let first = first_bytes.get_or_insert_with(|| crate::fsm::lookahead::start_first_sets(fsm));
+                        Some(Bound::FirstBytes(first[r.index()]))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        let by_rule = rules
+            .map(|r| {
+                let rule = fsm.rule(r);
+                // ... and an iteration ends where nothing more is read.
+                let ends_at_its_last_byte = states[r].iter().all(|&s| fsm.byte_edges(s).is_empty() || !fsm.is_final(s));
                 let mut first = ByteSet::EMPTY;
                 for e in fsm.byte_edges(rule.start) {
                     first.insert_range(e.lo, e.hi);
@@ -115,7 +161,8 @@ impl ForcedRules {
                 // A nullable body (its start is final) may loop back without a byte. A rule
                 // that is nullable only for its minimum of 0 is not excluded: at its start, the
                 // first byte alone decides between an iteration and what follows.
-                let forced = deterministic && !fsm.is_final(rule.start) && !first.intersects(&follow[r]);
+                let forced =
+                    matches!(bounded[r], Some(Bound::Walk)) && ends_at_its_last_byte && !first.intersects(&follow[r]);
                 forced.then(|| {
                     let inside = |s: StateId| fsm.rule_of(s) == r;
                     // Where iterations end matters to the counts: final states are marked.
@@ -125,7 +172,12 @@ impl ForcedRules {
                 })
             })
             .collect();
-        ForcedRules { by_rule }
+        ForcedRules { by_rule, bounded }
+    }
+
+    /// How the loop-backs of the repetition `state` belongs to are bounded, if they are.
+    pub(crate) fn bound(&self, fsm: &GrammarFsm, state: StateId) -> Option<Bound> {
+        self.bounded[fsm.rule_of(state)]
     }
 
     /// The forced repetition `state` belongs to, if any.
@@ -213,6 +265,108 @@ impl LoopCounts {
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
         self.loops.len() * 4 + self.within.iter().filter_map(|w| w.get()).map(|w| w.len() * 4).sum::<usize>()
+    }
+}
+
+/// The most loop-backs any reading of `bytes` from `state`, a state of a repetition bounded by
+/// [`Bound::Walk`], makes inside the repetition (see the module docs). A reading may loop back
+/// wherever an iteration ends and the start reads the next byte, read on where it is, or leave
+/// the repetition where an iteration ends (its count then no longer matters); readings in the
+/// same state keep the most.
+pub(crate) fn upper_bound(fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> u32 {
+    let start = fsm.rule(fsm.rule_of(state)).start;
+    let mut live: Vec<(StateId, u32)> = vec![(state, 0)];
+    let mut next: Vec<(StateId, u32)> = Vec::new();
+    let mut most = 0;
+    for &b in bytes {
+        if Sentinel::is_lead(b) {
+            break;
+        }
+        next.clear();
+        let mut add = |t: StateId, n: u32| match next.iter_mut().find(|(q, _)| *q == t) {
+            Some((_, m)) => *m = (*m).max(n),
+            None => next.push((t, n)),
+        };
+        for &(s, n) in &live {
+            if let Some(t) = super::lexical_loop::step(fsm, s, b) {
+                add(t, n);
+            }
+            if fsm.is_final(s) {
+                if let Some(t) = super::lexical_loop::step(fsm, start, b) {
+                    add(t, n + 1);
+                    most = most.max(n + 1);
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        std::mem::swap(&mut live, &mut next);
+    }
+    most
+}
+
+/// The bounds of the loop-backs ([`Bound`]) of the tokens read from one state of a bounded
+/// repetition, for the tokens that need one. No token loops back more often than it has bytes,
+/// so only tokens longer than a budget need a bound; a string's budget shrinks a little at
+/// every step, so the bounds are computed, longest tokens first, for those longer than the
+/// smallest budget asked so far, and indexed by bound: an item then sends the parser the few
+/// tokens beyond its budget instead of every token longer than it.
+#[derive(Debug)]
+pub(crate) struct LoopBounds {
+    state: StateId,
+    bound: Bound,
+    /// (A std mutex: matchers of the grammar share the bounds; see `cache::MaskCache`.)
+    so_far: Mutex<BoundsSoFar>,
+}
+
+#[derive(Debug)]
+struct BoundsSoFar {
+    /// The bound of every normal token longer than this many bytes is indexed.
+    longer_than: usize,
+    /// Per bound from 1 on (index `bound - 1`), the tokens with that bound.
+    by_bound: Vec<Vec<u32>>,
+}
+
+impl LoopBounds {
+    /// No bound known yet, for items of `state` (bounded by `bound`) over `vocab`.
+    pub(crate) fn new(state: StateId, bound: Bound, vocab: &Vocabulary) -> Self {
+        let so_far = BoundsSoFar { longer_than: vocab.max_token_len(), by_bound: Vec::new() };
+        LoopBounds { state, bound, so_far: Mutex::new(so_far) }
+    }
+
+    /// The bound of a token of `bytes`.
+    fn of(&self, fsm: &GrammarFsm, bytes: &[u8]) -> usize {
+        match &self.bound {
+            Bound::Walk => upper_bound(fsm, self.state, bytes) as usize,
+            Bound::FirstBytes(first) => bytes.iter().filter(|&&b| first.contains(b)).count(),
+        }
+    }
+
+    /// Calls `beyond` with every normal token of `vocab` whose bound exceeds `budget`.
+    pub(crate) fn for_each_beyond(&self, fsm: &GrammarFsm, vocab: &Vocabulary, budget: u32, beyond: impl FnMut(u32)) {
+        let mut so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let budget = budget as usize;
+        if budget < so_far.longer_than {
+            let known = vocab.tokens_longer_than(so_far.longer_than).len();
+            for &id in &vocab.tokens_longer_than(budget)[known..] {
+                let bound = self.of(fsm, vocab.token_bytes(id));
+                if bound > 0 {
+                    if so_far.by_bound.len() < bound {
+                        so_far.by_bound.resize_with(bound, Vec::new);
+                    }
+                    so_far.by_bound[bound - 1].push(id);
+                }
+            }
+            so_far.longer_than = budget;
+        }
+        so_far.by_bound.iter().skip(budget).flatten().copied().for_each(beyond);
+    }
+
+    /// Heap bytes used.
+    pub(crate) fn memory_usage(&self) -> usize {
+        let so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        so_far.by_bound.iter().map(|ids| ids.capacity() * 4).sum()
     }
 }
 

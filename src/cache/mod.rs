@@ -143,14 +143,16 @@ pub enum MaskCacheMode {
 
 /// How the accepted tokens of an item near its repetition's upper bound are trusted (see
 /// `counted.rs`): by a table of every token's loop-backs, by walking the repetition's automaton,
-/// or (when the loop-backs are not forced) by asking the parser about every token longer than
-/// the budget.
+/// by upper bounds of the loop-backs, or by asking the parser about every token longer than the
+/// budget.
 pub(crate) enum NearBound<'a> {
     /// The item is at the start of a forced repetition.
     Table(Arc<counted::LoopCounts>),
     /// The item is inside a forced repetition.
     Walk(&'a counted::Forced),
-    /// The repetition's loop-backs are not forced.
+    /// The repetition is bounded, its loop-backs not forced.
+    Bounds(Arc<counted::LoopBounds>),
+    /// The repetition is not bounded (its body may read nothing).
     Parser,
 }
 
@@ -314,6 +316,8 @@ pub struct MaskCache {
     forced: OnceLock<counted::ForcedRules>,
     /// Without a pool, the loop-back tables of this grammar's forced repetitions.
     loop_counts: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<counted::LoopCounts>>>,
+    /// Per item state of a bounded repetition met near its bound, its tokens' loop-back bounds.
+    loop_bounds: std::sync::Mutex<crate::util::hash::FastMap<StateId, Arc<counted::LoopBounds>>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -342,6 +346,7 @@ impl MaskCache {
             region_tables: Default::default(),
             forced: OnceLock::new(),
             loop_counts: Default::default(),
+            loop_bounds: Default::default(),
             built: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             uncertain: AtomicUsize::new(0),
@@ -514,7 +519,12 @@ impl MaskCache {
     /// trusted (see `counted.rs`).
     pub(crate) fn near_bound(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> NearBound<'_> {
         let forced = self.forced.get_or_init(|| counted::ForcedRules::new(fsm, &self.follow));
-        let Some(f) = forced.of(fsm, state) else { return NearBound::Parser };
+        let Some(f) = forced.of(fsm, state) else {
+            let Some(bound) = forced.bound(fsm, state) else { return NearBound::Parser };
+            let mut bounds = self.loop_bounds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let b = bounds.entry(state).or_insert_with(|| Arc::new(counted::LoopBounds::new(state, bound, vocab)));
+            return NearBound::Bounds(Arc::clone(b));
+        };
         if state != f.start() {
             return NearBound::Walk(f);
         }
@@ -667,6 +677,7 @@ impl MaskCache {
             + memory_of(&self.loop_slices, |s| s.memory_usage())
             + self.path_memo.memory_usage()
             + memory_of(&self.loop_counts, |t| t.memory_usage())
+            + memory_of(&self.loop_bounds, |b| b.memory_usage())
             + memory_of(&self.region_tables, |t| t.memory_usage())
             + self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum::<usize>()
             + self.follow_automaton.get().map_or(0, |f| f.memory_usage())

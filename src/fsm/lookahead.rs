@@ -13,6 +13,35 @@ use crate::util::byteset::ByteSet;
 
 /// For each rule of a [`GrammarFsm`], the set of bytes that may follow it.
 pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
+    let (active, sets) = first_sets(fsm);
+    // follow[callee] ⊇ after, and ⊇ follow[parent] when the callee may end its parent: the
+    // first part once, the second by a worklist over the rules whose follow set grew.
+    let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
+    let mut ending_calls: Vec<Vec<usize>> = vec![Vec::new(); fsm.rules().len()];
+    for (parent, callee, after, may_end) in calls(fsm, &active, &sets) {
+        follow[callee].union_with(&after);
+        if may_end {
+            ending_calls[parent].push(callee);
+        }
+    }
+    let mut work: Vec<usize> = (0..fsm.rules().len()).collect();
+    let mut queued = vec![true; fsm.rules().len()];
+    while let Some(parent) = work.pop() {
+        queued[parent] = false;
+        let add = follow[parent];
+        for &callee in &ending_calls[parent] {
+            if follow[callee].union_with(&add) && !queued[callee] {
+                queued[callee] = true;
+                work.push(callee);
+            }
+        }
+    }
+    follow
+}
+
+/// The first bytes of every state the follow sets need (see [`StateSets`]), to a fixpoint;
+/// with the active states.
+fn first_sets(fsm: &GrammarFsm) -> (Vec<StateId>, StateSets) {
     let active = active_states(fsm);
     let mut sets = StateSets::new(fsm, &active);
     // Only states with rule edges or an iteration end can change below (the others keep what
@@ -41,29 +70,14 @@ pub fn follow_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
             }
         }
     }
-    // follow[callee] ⊇ after, and ⊇ follow[parent] when the callee may end its parent: the
-    // first part once, the second by a worklist over the rules whose follow set grew.
-    let mut follow = vec![ByteSet::EMPTY; fsm.rules().len()];
-    let mut ending_calls: Vec<Vec<usize>> = vec![Vec::new(); fsm.rules().len()];
-    for (parent, callee, after, may_end) in calls(fsm, &active, &sets) {
-        follow[callee].union_with(&after);
-        if may_end {
-            ending_calls[parent].push(callee);
-        }
-    }
-    let mut work: Vec<usize> = (0..fsm.rules().len()).collect();
-    let mut queued = vec![true; fsm.rules().len()];
-    while let Some(parent) = work.pop() {
-        queued[parent] = false;
-        let add = follow[parent];
-        for &callee in &ending_calls[parent] {
-            if follow[callee].union_with(&add) && !queued[callee] {
-                queued[callee] = true;
-                work.push(callee);
-            }
-        }
-    }
-    follow
+    (active, sets)
+}
+
+/// For every rule of a [`GrammarFsm`], the bytes its start may read first (through the rules it
+/// calls): for a counted repetition, the first byte of every iteration.
+pub fn start_first_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
+    let (_, sets) = first_sets(fsm);
+    fsm.rules().iter().map(|r| sets.first(r.start)).collect()
 }
 
 /// Per tracked state, the bytes that can come next from it before its rule ends (`first`) and

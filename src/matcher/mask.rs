@@ -295,6 +295,12 @@ fn merge_near_bound(
                 }
             }
         }
+        NearBound::Bounds(bounds) => bounds.for_each_beyond(fsm, vocab, least, |id| {
+            if is_trusted(&trusted, id) {
+                distrust(&mut trusted, id);
+                scratch.check.push(position(id));
+            }
+        }),
         NearBound::Parser => {
             for &id in vocab.tokens_longer_than(least as usize) {
                 if is_trusted(&trusted, id) {
