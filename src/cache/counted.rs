@@ -306,8 +306,8 @@ pub(crate) fn upper_bound(fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> u32
     most
 }
 
-/// The bounds of the loop-backs ([`Bound`]) of the tokens read from one state of a bounded
-/// repetition, for the tokens that need one. No token loops back more often than it has bytes,
+/// The bounds of the loop-backs ([`Bound`]) of the tokens the entry of one slot of a bounded
+/// repetition's state accepts, for the tokens that need one. No token loops back more often than it has bytes,
 /// so only tokens longer than a budget need a bound; a string's budget shrinks a little at
 /// every step, so the bounds are computed, longest tokens first, for those longer than the
 /// smallest budget asked so far, and indexed by bound: an item then sends the parser the few
@@ -343,13 +343,23 @@ impl LoopBounds {
         }
     }
 
-    /// Calls `beyond` with every normal token of `vocab` whose bound exceeds `budget`.
-    pub(crate) fn for_each_beyond(&self, fsm: &GrammarFsm, vocab: &Vocabulary, budget: u32, beyond: impl FnMut(u32)) {
+    /// Calls `beyond` with every normal token of `vocab` that `accepted` holds and whose bound
+    /// exceeds `budget`. `accepted` (the tokens the entry of the bounds' slot accepts) must be
+    /// the same set at every call: only its tokens get a bound (most tokens of a list item's
+    /// state are not accepted, and a walk of the whole vocabulary cost 10 ms at budget 0).
+    pub(crate) fn for_each_beyond(
+        &self,
+        fsm: &GrammarFsm,
+        vocab: &Vocabulary,
+        budget: u32,
+        accepted: impl Fn(u32) -> bool,
+        beyond: impl FnMut(u32),
+    ) {
         let mut so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let budget = budget as usize;
         if budget < so_far.longer_than {
             let known = vocab.tokens_longer_than(so_far.longer_than).len();
-            for &id in &vocab.tokens_longer_than(budget)[known..] {
+            for &id in vocab.tokens_longer_than(budget)[known..].iter().filter(|&&id| accepted(id)) {
                 let bound = self.of(fsm, vocab.token_bytes(id));
                 if bound > 0 {
                     if so_far.by_bound.len() < bound {

@@ -316,8 +316,9 @@ pub struct MaskCache {
     forced: OnceLock<counted::ForcedRules>,
     /// Without a pool, the loop-back tables of this grammar's forced repetitions.
     loop_counts: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<counted::LoopCounts>>>,
-    /// Per item state of a bounded repetition met near its bound, its tokens' loop-back bounds.
-    loop_bounds: std::sync::Mutex<crate::util::hash::FastMap<StateId, Arc<counted::LoopBounds>>>,
+    /// Per entry slot of a bounded repetition met near its bound (by index), the loop-back
+    /// bounds of the tokens its entry accepts.
+    loop_bounds: std::sync::Mutex<crate::util::hash::FastMap<usize, Arc<counted::LoopBounds>>>,
     built: AtomicUsize,
     bytes: AtomicUsize,
     uncertain: AtomicUsize,
@@ -515,15 +516,16 @@ impl MaskCache {
         })
     }
 
-    /// How the accepted tokens of an item of `state` near its repetition's upper bound are
-    /// trusted (see `counted.rs`).
-    pub(crate) fn near_bound(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> NearBound<'_> {
+    /// How the accepted tokens of an item of `slot`'s state near its repetition's upper bound
+    /// are trusted (see `counted.rs`).
+    pub(crate) fn near_bound(&self, fsm: &GrammarFsm, vocab: &Vocabulary, slot: EntrySlot) -> NearBound<'_> {
+        let state = slot.state;
         let forced = self.forced.get_or_init(|| counted::ForcedRules::new(fsm, &self.follow));
         let Some(f) = forced.of(fsm, state) else {
             let Some(bound) = forced.bound(fsm, state) else { return NearBound::Parser };
             let mut bounds = self.loop_bounds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let b = bounds.entry(state).or_insert_with(|| Arc::new(counted::LoopBounds::new(state, bound, vocab)));
-            return NearBound::Bounds(Arc::clone(b));
+            let new = || Arc::new(counted::LoopBounds::new(state, bound, vocab));
+            return NearBound::Bounds(Arc::clone(bounds.entry(slot.index()).or_insert_with(new)));
         };
         if state != f.start() {
             return NearBound::Walk(f);

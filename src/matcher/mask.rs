@@ -100,7 +100,7 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
             written = true;
         } else {
             written = true;
-            merge_near_bound(grammar, slot.state, (budget, budget_max), entry, dense, scratch, out);
+            merge_near_bound(grammar, slot, (budget, budget_max), entry, dense, scratch, out);
         }
     }
     add_token_ids(parser, grammar, out);
@@ -242,7 +242,7 @@ fn or_into(out: &mut [u32], words: &[u32]) {
 /// valid for some items only.
 fn merge_near_bound(
     grammar: &CompiledGrammar,
-    state: crate::fsm::StateId,
+    slot: EntrySlot,
     (least, most): (u32, u32),
     entry: &crate::cache::MaskEntry,
     dense: Option<&[u32]>,
@@ -267,7 +267,8 @@ fn merge_near_bound(
     let position = |id: u32| vocab.sorted_position(id).expect("accepted tokens are normal");
     let is_trusted = |trusted: &[u32], id: u32| trusted[id as usize / 32] >> (id % 32) & 1 == 1;
     let distrust = |trusted: &mut [u32], id: u32| trusted[id as usize / 32] &= !(1 << (id % 32));
-    match grammar.mask_cache().near_bound(fsm, vocab, state) {
+    let state = slot.state;
+    match grammar.mask_cache().near_bound(fsm, vocab, slot) {
         NearBound::Table(counts) => {
             let within_least = counts.within(least);
             let within_most = counts.within_or_all(most);
@@ -295,12 +296,14 @@ fn merge_near_bound(
                 }
             }
         }
-        NearBound::Bounds(bounds) => bounds.for_each_beyond(fsm, vocab, least, |id| {
-            if is_trusted(&trusted, id) {
+        NearBound::Bounds(bounds) => {
+            let mut beyond = Vec::new();
+            bounds.for_each_beyond(fsm, vocab, least, |id| is_trusted(&trusted, id), |id| beyond.push(id));
+            for id in beyond {
                 distrust(&mut trusted, id);
                 scratch.check.push(position(id));
             }
-        }),
+        }
         NearBound::Parser => {
             for &id in vocab.tokens_longer_than(least as usize) {
                 if is_trusted(&trusted, id) {
