@@ -105,17 +105,26 @@ impl Regions {
             edges.iter().filter(joins).map(|e| region_target(fsm, e.target).index()).filter(|&t| eligible[t])
         };
         let component = crate::util::scc::strongly_connected_components(n, successors);
-        let mut members: crate::util::hash::FastMap<u32, Vec<StateId>> = Default::default();
+        // Most components are single states on no cycle: sized first, so that only candidates
+        // get a member list (a list per component took 76 of 88 ms on a grammar of 311k states).
+        let mut size = vec![0u32; n];
         for (i, &c) in component.iter().enumerate() {
             if eligible[i] {
-                members.entry(c).or_default().push(StateId::new(i));
+                size[c as usize] += 1;
             }
         }
-        let mut candidates: Vec<Vec<StateId>> = members
-            .into_values()
-            .filter(|m| m.len() <= MAX_REGION_STATES)
-            .filter(|m| m.len() > 1 || fsm.byte_edges(m[0]).iter().any(|e| e.target == m[0]))
-            .collect();
+        let is_candidate = |i: usize| {
+            let c = component[i] as usize;
+            let s = StateId::new(i);
+            eligible[i]
+                && size[c] as usize <= MAX_REGION_STATES
+                && (size[c] > 1 || fsm.byte_edges(s).iter().any(|e| e.target == s))
+        };
+        let mut members: crate::util::hash::FastMap<u32, Vec<StateId>> = Default::default();
+        for i in (0..n).filter(|&i| is_candidate(i)) {
+            members.entry(component[i]).or_default().push(StateId::new(i));
+        }
+        let mut candidates: Vec<Vec<StateId>> = members.into_values().collect();
         candidates.iter_mut().for_each(|m| m.sort_unstable());
         candidates.sort_unstable();
         let mut candidate = vec![u32::MAX; n];
