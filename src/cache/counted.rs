@@ -30,7 +30,7 @@
 //! of an array with `maxItems`) each loop-back reads one of the bytes that may begin an
 //! iteration, and the token's bytes among those bound it. A token within the budget by its
 //! bound is trusted; the other accepted tokens go to the parser (a bound is not a count: it
-//! never rejects). [`LoopBounds`] keeps the bounds per item state.
+//! never rejects). [`LoopBounds`] keeps the bounds per entry slot.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -307,11 +307,11 @@ pub(crate) fn upper_bound(fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> u32
 }
 
 /// The bounds of the loop-backs ([`Bound`]) of the tokens the entry of one slot of a bounded
-/// repetition's state accepts, for the tokens that need one. No token loops back more often than it has bytes,
-/// so only tokens longer than a budget need a bound; a string's budget shrinks a little at
-/// every step, so the bounds are computed, longest tokens first, for those longer than the
-/// smallest budget asked so far, and indexed by bound: an item then sends the parser the few
-/// tokens beyond its budget instead of every token longer than it.
+/// repetition's state accepts, for the tokens that need one. No token loops back more often
+/// than it has bytes, so only tokens longer than a budget need a bound; a string's budget
+/// shrinks a little at every step, so the bounds are computed, longest tokens first, for those
+/// longer than the smallest budget asked so far, and indexed by bound: an item then sends the
+/// parser the few tokens beyond its budget instead of every token longer than it.
 #[derive(Debug)]
 pub(crate) struct LoopBounds {
     state: StateId,
