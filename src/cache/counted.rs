@@ -275,35 +275,65 @@ impl LoopCounts {
 /// same state keep the most.
 pub(crate) fn upper_bound(fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> u32 {
     let start = fsm.rule(fsm.rule_of(state)).start;
-    let mut live: Vec<(StateId, u32)> = vec![(state, 0)];
-    let mut next: Vec<(StateId, u32)> = Vec::new();
+    // At most MAX_READINGS states at once, on the stack (a bound is computed for up to the
+    // whole vocabulary at a small budget); beyond that, the token's length bounds it.
+    let mut live = Readings::default();
+    live.add(state, 0);
     let mut most = 0;
     for &b in bytes {
         if Sentinel::is_lead(b) {
             break;
         }
-        next.clear();
-        let mut add = |t: StateId, n: u32| match next.iter_mut().find(|(q, _)| *q == t) {
-            Some((_, m)) => *m = (*m).max(n),
-            None => next.push((t, n)),
-        };
-        for &(s, n) in &live {
+        let mut next = Readings::default();
+        for &(s, n) in live.as_slice() {
             if let Some(t) = super::lexical_loop::step(fsm, s, b) {
-                add(t, n);
+                next.add(t, n);
             }
             if fsm.is_final(s) {
                 if let Some(t) = super::lexical_loop::step(fsm, start, b) {
-                    add(t, n + 1);
+                    next.add(t, n + 1);
                     most = most.max(n + 1);
                 }
             }
         }
-        if next.is_empty() {
+        if next.overflowed {
+            return bytes.len() as u32;
+        }
+        if next.len == 0 {
             break;
         }
-        std::mem::swap(&mut live, &mut next);
+        live = next;
     }
     most
+}
+
+/// The most readings [`upper_bound`] follows at once.
+const MAX_READINGS: usize = 8;
+
+/// The readings alive in [`upper_bound`]: a state, and the most loop-backs of those there.
+#[derive(Default)]
+struct Readings {
+    at: [(StateId, u32); MAX_READINGS],
+    len: usize,
+    /// A reading did not fit.
+    overflowed: bool,
+}
+
+impl Readings {
+    fn as_slice(&self) -> &[(StateId, u32)] {
+        &self.at[..self.len]
+    }
+
+    fn add(&mut self, t: StateId, n: u32) {
+        match self.at[..self.len].iter_mut().find(|(q, _)| *q == t) {
+            Some((_, m)) => *m = (*m).max(n),
+            None if self.len < MAX_READINGS => {
+                self.at[self.len] = (t, n);
+                self.len += 1;
+            }
+            None => self.overflowed = true,
+        }
+    }
 }
 
 /// The bounds of the loop-backs ([`Bound`]) of the tokens the entry of one slot of a bounded
@@ -383,6 +413,27 @@ impl LoopBounds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bound of a word count's loop-backs is the most new words any reading starts.
+    #[test]
+    fn a_word_count_is_bounded_by_the_words_a_token_starts() {
+        let g = crate::parse_ebnf(r#"r ::= ([ab]+ " "+){0,9} [ab]+ "!""#, "r").unwrap();
+        let limits = crate::fsm::FsmLimits { max_expanded_repeat: 2, ..crate::fsm::FsmLimits::default() };
+        let fsm = crate::fsm::build_grammar_fsm(&g, &limits).unwrap();
+        let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
+        let start = fsm.rule(FsmRuleId::new(counted)).start;
+        let in_word = super::super::lexical_loop::step(&fsm, start, b'a').unwrap();
+        for (from, text, bound) in [
+            (start, "ab ab a", 2),
+            (start, "ab", 0),
+            (start, "   ", 0),
+            (in_word, " a", 1),
+            (in_word, "b  a b ", 2),
+            (in_word, "!", 0),
+        ] {
+            assert_eq!(upper_bound(&fsm, from, text.as_bytes()), bound, "{text:?}");
+        }
+    }
 
     /// Every budget's mask, whatever order the budgets are asked in (so whichever neighbour
     /// it is derived from), equals the tokens whose loop-backs fit it.
