@@ -272,6 +272,8 @@ impl Region {
 /// `mask`; the loop runs over whichever of `mask` and its complement is smaller.
 struct ReadingInto {
     all: u32,
+    /// Per byte, its column class (bytes that every region state reads alike share one).
+    class: [u8; 256],
     /// Per class, the states reading its bytes into the region.
     into_all: Vec<u32>,
     /// Per class and region state `t`, the states reading its bytes into `t`.
@@ -319,7 +321,7 @@ impl ReadingInto {
             }
         }
         let memo = vec![(u64::MAX, 0); MEMO_SLOTS].into_boxed_slice();
-        ReadingInto { all: region.all(), into_all, into_state, memo }
+        ReadingInto { all: region.all(), class, into_all, into_state, memo }
     }
 
     /// For a region of at most [`MAX_ANSWERED_STATES`] states, every answer of [`Self::of`]:
@@ -385,19 +387,22 @@ impl RegionTable {
     /// it is folded into its parent's.
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
         let mut reading = ReadingInto::new(region);
+        let (all, class) = (reading.all, reading.class);
         let masks = match reading.every_answer() {
-            Some((answers, bits)) => Self::pass(vocab, region, |c, mask| answers[(c as usize) << bits | mask as usize]),
-            None => Self::pass(vocab, region, |c, mask| reading.of(c, mask)),
+            Some((answers, bits)) => {
+                Self::pass(vocab, all, &class, |c, mask| answers[(c as usize) << bits | mask as usize])
+            }
+            None => Self::pass(vocab, all, &class, |c, mask| reading.of(c, mask)),
         };
         RegionTable { masks }
     }
 
-    /// The pass of [`RegionTable::new`], with `reading(class, mask)` the region states reading
-    /// a byte of the column class into a state of `mask`.
-    fn pass(vocab: &Vocabulary, region: &Region, mut reading: impl FnMut(u8, u32) -> u32) -> Box<[u32]> {
+    /// The pass of [`RegionTable::new`] for a region of the states `all` and the column classes
+    /// `class`, with `reading(class, mask)` the region states reading a byte of the class into a
+    /// state of `mask`.
+    fn pass(vocab: &Vocabulary, all: u32, class: &[u8; 256], mut reading: impl FnMut(u8, u32) -> u32) -> Box<[u32]> {
         let trie = vocab.trie();
-        let class = ReadingInto::classes(region);
-        let mut masks = vec![region.all(); trie.node_count()];
+        let mut masks = vec![all; trie.node_count()];
         for node in (0..masks.len()).rev() {
             let parent = trie.parent(node);
             if parent != TokenTrie::ROOT {
@@ -485,7 +490,8 @@ mod tests {
         // The pass through the memo gives the same masks as the one through every answer.
         let mut reading = ReadingInto::new(region);
         assert!(reading.every_answer().is_some());
-        assert_eq!(table.masks, RegionTable::pass(&vocab, region, |c, mask| reading.of(c, mask)));
+        let class = reading.class;
+        assert_eq!(table.masks, RegionTable::pass(&vocab, region.all(), &class, |c, mask| reading.of(c, mask)));
         let (trie, lcp) = (vocab.trie(), vocab.sorted_lcp());
         let mut checked = 0;
         for pos in 0..lcp.len() {
@@ -513,7 +519,7 @@ mod tests {
         let region = only_region(&fsm, &regions);
         assert!(region.states.len() >= 5, "body, escape, and the middles of two characters");
         let mut reading = ReadingInto::new(region);
-        let class = ReadingInto::classes(region);
+        let class = reading.class;
         let (answers, bits) = reading.every_answer().expect("a small region");
         let all = region.all();
         let mut masks: Vec<u32> = (0..=all).step_by(7).chain([0, all]).collect();

@@ -297,11 +297,14 @@ fn merge_near_bound(
             }
         }
         NearBound::Bounds(bounds) => {
-            let mut beyond = Vec::new();
-            bounds.for_each_beyond(fsm, vocab, least, |id| is_trusted(&trusted, id), |id| beyond.push(id));
-            for id in beyond {
-                distrust(&mut trusted, id);
-                scratch.check.push(position(id));
+            // The tokens beyond the budget are among the trusted ones (the bounds are only
+            // computed for them): checked, then no longer trusted.
+            let from = scratch.check.len();
+            let check = &mut scratch.check;
+            bounds.for_each_beyond(fsm, vocab, least, |id| is_trusted(&trusted, id), |id| check.push(position(id)));
+            let ids = vocab.sorted_token_ids();
+            for &pos in &scratch.check[from..] {
+                distrust(&mut trusted, ids[pos as usize]);
             }
         }
         NearBound::Parser => {

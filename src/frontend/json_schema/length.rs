@@ -12,9 +12,9 @@
 //! A DFA state that accepts every continuation (an unanchored pattern after its match:
 //! `[a-z0-9_.-]+` with `maxLength: 255`) leaves only the count to check: its product state
 //! `q_c` (from `c = minLength` on) becomes the counted repetition `char{0, max - c}` rather
-//! than a chain of one rule per count. Besides the rules it saves, a chain gives every count its own cache entry,
-//! each a walk of the vocabulary, at nearly every step of the string (`Github_hard---o45481`:
-//! 4–7 ms each); the counted repetition's entries serve every count.
+//! than a chain of one rule per count. Besides the rules it saves, a chain gives every count
+//! its own cache entry, each a walk of the vocabulary, at nearly every step of the string
+//! (`Github_hard---o45481`: 4–7 ms each); the counted repetition's entries serve every count.
 
 use std::collections::hash_map::Entry;
 
