@@ -481,12 +481,17 @@ fn byte_paths_equal_walks_with_real_vocabularies() {
     // A string with length bounds and no pattern: a counted repetition of one character, whose
     // body is a region (an iteration's end loops back to its start). Without a minimum and with
     // a maximum no token reaches, the walks of the entries before it follow it (`note`, and
-    // `tag` after its pattern's match).
+    // `tag` after its pattern's match). A word count of at most 99 words is followed too: a
+    // word and its space read two bytes or more, which no token repeats 99 times; one of 29 is
+    // not.
     let product = serde_json::json!({"type": "object", "properties": {
         "id": {"type": "string", "pattern": "[a-z0-9_.-]+", "minLength": 2, "maxLength": 24},
         "name": {"type": "string", "minLength": 1, "maxLength": 256},
         "note": {"type": "string", "maxLength": 2000},
-        "tag": {"type": "string", "pattern": "^[a-z]", "maxLength": 3000}}, "required": ["id", "name", "note", "tag"]});
+        "tag": {"type": "string", "pattern": "^[a-z]", "maxLength": 3000},
+        "summary": {"type": "string", "pattern": "^(?:\\S+\\s+){0,99}\\S+$"},
+        "title": {"type": "string", "pattern": "^(?:\\S+\\s+){0,29}\\S+$"}},
+        "required": ["id", "name", "note", "tag", "summary", "title"]});
     let grammar = compiler.compile_json_schema(&product, &JsonSchemaOptions::spec_compliant()).unwrap();
     compared += byte_paths_equal_walks(&grammar, None).unwrap();
     // The MaskBench grammars share one pool, as a server's do: key positions of later objects

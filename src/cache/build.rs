@@ -107,10 +107,13 @@ impl Walk {
     }
 }
 
-/// How many tokens start with a byte `state` can read (the tokens the walk does not reject at
-/// their first byte): the cost of a walk.
+/// How many tokens start with a byte `state` can read, through the rules it calls (the tokens
+/// the walk does not reject at their first byte): the cost of a walk. (Counting the state's own
+/// byte edges only, a key position that calls the generic string body counted the digits of
+/// its pattern alternative: 1.5k tokens, and a 23 ms parser walk of the whole vocabulary.)
 pub(super) fn first_byte_candidates(fsm: &GrammarFsm, state: StateId, vocab: &Vocabulary) -> usize {
-    fsm.byte_edges(state).iter().map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len()).sum()
+    let first = crate::fsm::lookahead::state_first_bytes(fsm, state);
+    (0..=255u8).filter(|&b| first.contains(b)).map(|b| vocab.sorted_first_byte_range(b, b).len()).sum()
 }
 
 /// Walks the tokens at sorted positions `range` with an isolated parser.

@@ -33,8 +33,9 @@
 //! a set does not hold, so only two kinds are followed: the entry's own counted rule (unbounded
 //! for the isolated parser), and a predicted one whose count cannot matter within a token: no
 //! minimum (it may end after any iteration) and a maximum no token reaches (the count starts at
-//! 0 where the rule is predicted, and a token of `n` bytes needs at most `n` iterations that
-//! read something: empty ones change nothing). A JSON string with
+//! 0 where the rule is predicted, and a token of `n` bytes finishes at most `n / k` iterations
+//! of a body whose iterations read at least `k` bytes, `k ≥ 1`: empty ones change nothing; a
+//! word count's word and its space read two). A JSON string with
 //! `maxLength` (or the rest of one after its pattern's match) is such a repetition, entered
 //! from the position before it. Both loop back from a state final for the body to the start.
 //! A `TagDispatch` rule is not followed: it has its own fast path.
@@ -77,22 +78,52 @@ pub(super) fn applies(fsm: &GrammarFsm, state: StateId) -> bool {
     !fsm.dispatch_rules().any(|d| d == r)
 }
 
-/// Per rule, whether the walk follows its predictions: plain rules that are not dispatches.
+/// Per rule, whether the walk follows its predictions: plain rules that are not dispatches, and
+/// counted ones whose count cannot matter within a token (see the module docs).
 fn followed_rules(fsm: &GrammarFsm, max_token_len: usize) -> Vec<bool> {
-    let unreached = |max: u32| max as usize > max_token_len;
+    // A token of `n` bytes finishes at most `n / shortest` iterations of a body whose
+    // iterations read at least `shortest` bytes: a word count `{0,99}` of words of two bytes or
+    // more is never reached by a token of 129 bytes, although 99 bytes are.
+    let unreached = |r: &crate::fsm::FsmRule, max: u32| {
+        (max as usize).saturating_mul(shortest_iteration(fsm, r.start)) > max_token_len
+    };
     let mut followed: Vec<bool> = fsm
         .rules()
         .iter()
         .map(|r| match r.kind {
             RuleKind::Plain => true,
             // (A start that ends the rule by itself is left to the parser.)
-            RuleKind::Counted { min, max } => min == 0 && unreached(max) && !fsm.is_final(r.start),
+            RuleKind::Counted { min, max } => min == 0 && !fsm.is_final(r.start) && unreached(r, max),
         })
         .collect();
     for d in fsm.dispatch_rules() {
         followed[d.index()] = false;
     }
     followed
+}
+
+/// The fewest bytes an iteration of the counted rule starting at `start` reads (at least 1:
+/// iterations that read nothing never count), counting a rule it calls as reading none (a
+/// lower bound is what [`followed_rules`] needs). `usize::MAX` when no iteration can end.
+fn shortest_iteration(fsm: &GrammarFsm, start: StateId) -> usize {
+    // A 0-1 breadth-first search (rule edges cost nothing and go to the front, byte edges one
+    // byte), so states leave the queue by distance and the first final one is the nearest.
+    let mut dist: FastMap<StateId, usize> = FastMap::default();
+    let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
+    while let Some((s, d)) = queue.pop_front() {
+        if dist.get(&s).is_some_and(|&known| known <= d) {
+            continue;
+        }
+        dist.insert(s, d);
+        if s != start && fsm.is_final(s) {
+            return d.max(1);
+        }
+        for e in fsm.rule_edges(s) {
+            queue.push_front((e.target, d));
+        }
+        queue.extend(fsm.byte_edges(s).iter().map(|e| (e.target, d + 1)));
+    }
+    usize::MAX
 }
 
 impl PathSplit {

@@ -80,6 +80,29 @@ pub fn start_first_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
     fsm.rules().iter().map(|r| sets.first(r.start)).collect()
 }
 
+/// The bytes an item at `state` may read next before its rule ends: its byte edges, the first
+/// bytes of the rules it calls (and of what follows a nullable call), and of the next iteration
+/// where a counted rule may loop back. Computed by a search over rule starts and the states
+/// after nullable calls only, so it costs a few states for most schema grammars, not the
+/// whole fixpoint of [`follow_sets`].
+pub fn state_first_bytes(fsm: &GrammarFsm, state: StateId) -> ByteSet {
+    let mut first = ByteSet::EMPTY;
+    let mut seen = crate::util::hash::FastSet::default();
+    let mut todo = vec![state];
+    seen.insert(state);
+    while let Some(s) = todo.pop() {
+        for e in fsm.byte_edges(s) {
+            first.insert_range(e.lo, e.hi);
+        }
+        for next in reads(fsm, s) {
+            if seen.insert(next) {
+                todo.push(next);
+            }
+        }
+    }
+    first
+}
+
 /// Per tracked state, the bytes that can come next from it before its rule ends (`first`) and
 /// whether its rule may end there (`endable`). Only the states the fixpoint reads or writes are
 /// tracked: active states, rule starts and the targets of rule edges. Most states of a schema
@@ -288,6 +311,25 @@ mod tests {
         for g in &grammars() {
             let fsm = build_grammar_fsm(g, &FsmLimits::default()).unwrap();
             assert_eq!(follow_sets(&fsm), follow_sets_by_rounds(&fsm), "{g}");
+        }
+    }
+
+    /// The first bytes of every state are what an isolated parser at the state can read first
+    /// (the parser as the reference); with counted repetitions they may hold more (a loop-back
+    /// the parser's count refuses), never less.
+    #[test]
+    fn state_first_bytes_are_what_an_isolated_parser_reads_first() {
+        for g in &grammars() {
+            let fsm = std::sync::Arc::new(build_grammar_fsm(g, &FsmLimits::default()).unwrap());
+            let counted = fsm.rules().iter().any(|r| r.kind != RuleKind::Plain);
+            for s in fsm.states() {
+                let parser = crate::earley::Parser::isolated(std::sync::Arc::clone(&fsm), s, &[]);
+                let read = parser.next_bytes();
+                let first = state_first_bytes(&fsm, s).words();
+                let covers = read.iter().zip(&first).all(|(r, f)| r & !f == 0);
+                assert!(covers, "{g}: state {s} reads {read:x?}, first bytes {first:x?}");
+                assert!(counted || read == first, "{g}: state {s} reads {read:x?}, first bytes {first:x?}");
+            }
         }
     }
 }

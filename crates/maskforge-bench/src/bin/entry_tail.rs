@@ -171,10 +171,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         slowest = Some((us, grammar.clone(), slot.state, slot.below_min));
                     }
                     let rule = fsm.rules()[fsm.rule_of(slot.state)].name.clone();
-                    let first_bytes = fsm
-                        .byte_edges(slot.state)
-                        .iter()
-                        .map(|e| vocab.sorted_first_byte_range(e.lo, e.hi).len())
+                    // Through the rules the state calls, as the cache counts them.
+                    let first = maskforge::fsm::lookahead::state_first_bytes(fsm, slot.state);
+                    let first_bytes: usize = (0..=255u8)
+                        .filter(|&b| first.contains(b))
+                        .map(|b| vocab.sorted_first_byte_range(b, b).len())
                         .sum();
                     entries.push((
                         us,
