@@ -29,15 +29,25 @@
 //! the walk gives up (a set past [`MAX_SET`] items, more than [`MAX_SETS`] sets), the parser
 //! decides every token from there.
 //!
-//! Plain rules are followed. A counted repetition changes its item's count as it loops, which
-//! a set does not hold, so only two kinds are followed: the entry's own counted rule (unbounded
-//! for the isolated parser), and a predicted one whose count cannot matter within a token: no
-//! minimum (it may end after any iteration) and a maximum no token reaches (the count starts at
-//! 0 where the rule is predicted, and a token of `n` bytes finishes at most `n / k` iterations
-//! of a body whose iterations read at least `k` bytes, `k ≥ 1`: empty ones change nothing; a
-//! word count's word and its space read two). A JSON string with
-//! `maxLength` (or the rest of one after its pattern's match) is such a repetition, entered
-//! from the position before it. Both loop back from a state final for the body to the start.
+//! Plain rules are followed. A counted repetition changes its item's count as it loops. The
+//! entry's own counted rule is unbounded for the isolated parser, so its loop needs no count. A
+//! predicted one is followed in one of two ways (see [`Follow`]):
+//! * without counts where its count cannot matter within a token: no minimum (it may end after
+//!   any iteration) and a maximum no token reaches (the count starts at 0 where the rule is
+//!   predicted, and a token of `n` bytes finishes at most `n / k` iterations of a body whose
+//!   iterations read at least `k` bytes, `k ≥ 1`: empty ones change nothing; a word count's word
+//!   and its space read two). A JSON string with `maxLength` (or the rest of one after its
+//!   pattern's match) is such a repetition, entered from the position before it;
+//! * else with its count in the frame of its items (the parser item's count): a new iteration
+//!   only below the maximum, a completion only from the minimum on, as the parser has them.
+//!   Such a frame is never shared (a right-recursive chain does not reuse it), and a byte
+//!   region, whose table loops without counting, does not apply to its items. The domain
+//!   labels of `format: email` (`{0,61}`) and word counts of up to 64 words are such rules: a
+//!   walk that escaped at their prediction left every token after it to the parser (10 ms
+//!   entries in MaskBench).
+//!
+//! Both loop back from a state final for the body (read, or returned to by a completion) to
+//! the start.
 //! A `TagDispatch` rule is not followed: it has its own fast path.
 
 use std::sync::Arc;
@@ -78,26 +88,40 @@ pub(super) fn applies(fsm: &GrammarFsm, state: StateId) -> bool {
     !fsm.dispatch_rules().any(|d| d == r)
 }
 
-/// Per rule, whether the walk follows its predictions: plain rules that are not dispatches, and
-/// counted ones whose count cannot matter within a token (see the module docs).
-fn followed_rules(fsm: &GrammarFsm, max_token_len: usize) -> Vec<bool> {
+/// How the walk treats the predictions of a rule (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Follow {
+    /// Left to the parser: the set escapes.
+    No,
+    /// Followed without counts: a plain rule, or a counted one whose count cannot matter
+    /// within a token.
+    Plain,
+    /// A counted repetition followed with its count in the frame of its items.
+    Counted { min: u32, max: u32 },
+}
+
+/// Per rule, how the walk follows its predictions: plain rules that are not dispatches without
+/// counts, counted ones without counts where no token can reach their bound, else with counts.
+fn followed_rules(fsm: &GrammarFsm, max_token_len: usize) -> Vec<Follow> {
     // A token of `n` bytes finishes at most `n / shortest` iterations of a body whose
     // iterations read at least `shortest` bytes: a word count `{0,99}` of words of two bytes or
     // more is never reached by a token of 129 bytes, although 99 bytes are.
     let unreached = |r: &crate::fsm::FsmRule, max: u32| {
         (max as usize).saturating_mul(shortest_iteration(fsm, r.start)) > max_token_len
     };
-    let mut followed: Vec<bool> = fsm
+    let mut followed: Vec<Follow> = fsm
         .rules()
         .iter()
         .map(|r| match r.kind {
-            RuleKind::Plain => true,
+            RuleKind::Plain => Follow::Plain,
             // (A start that ends the rule by itself is left to the parser.)
-            RuleKind::Counted { min, max } => min == 0 && !fsm.is_final(r.start) && unreached(r, max),
+            RuleKind::Counted { .. } if fsm.is_final(r.start) => Follow::No,
+            RuleKind::Counted { min: 0, max } if unreached(r, max) => Follow::Plain,
+            RuleKind::Counted { min, max } => Follow::Counted { min, max },
         })
         .collect();
     for d in fsm.dispatch_rules() {
-        followed[d.index()] = false;
+        followed[d.index()] = Follow::No;
     }
     followed
 }
@@ -207,8 +231,8 @@ impl PathSplit {
 #[derive(Debug)]
 pub(super) struct PathFacts {
     regions: Regions,
-    /// Per rule, whether walks follow its predictions (see the module docs).
-    followed: Vec<bool>,
+    /// Per rule, how walks follow its predictions (see the module docs).
+    followed: Vec<Follow>,
 }
 
 impl PathFacts {
@@ -363,7 +387,10 @@ impl<'a> LazyDfa<'a> {
         let mut set = Vec::new();
         for &(s, f) in self.sets[next as usize].iter() {
             set.push(s);
-            set.extend(self.closures.chain(f));
+            for (ret, count) in self.closures.chain(f) {
+                set.push(ret);
+                set.push(StateId::new(count.map_or(0, |c| c as usize + 1)));
+            }
             set.push(StateId::new(u32::MAX as usize));
         }
         Some(PathMemoKey { own: self.own, context: context.into(), item, set: set.into_boxed_slice(), byte: b })
@@ -421,7 +448,7 @@ impl<'a> LazyDfa<'a> {
 
     /// Whether item `it` predicts a rule the walk does not follow.
     fn predicts_unfollowed(&self, &(s, _): &Item) -> bool {
-        self.closures.fsm.rule_edges(s).iter().any(|e| !self.closures.followed[e.rule.index()])
+        self.closures.fsm.rule_edges(s).iter().any(|e| self.closures.followed[e.rule.index()] == Follow::No)
     }
 
     fn intern(&mut self, set: Vec<Item>, cut: bool) -> u32 {
@@ -435,7 +462,7 @@ impl<'a> LazyDfa<'a> {
         // The states of one region (the first one met: a set rarely holds two).
         let regions = &self.source.facts.regions;
         let mut in_region: Option<(usize, u32)> = None;
-        for &(s, _) in &set {
+        for &(s, _) in set.iter().filter(|&&(_, f)| !self.closures.counts(f)) {
             match (regions.of(self.closures.fsm, s), &mut in_region) {
                 (Some((r, bit)), Some((r0, bits))) if r == *r0 => *bits |= bit,
                 (Some((r, bit)), None) => in_region = Some((r, bit)),
@@ -539,9 +566,10 @@ struct Closure {
     cut: bool,
 }
 
-/// Per item, the item, the start items of the rules it predicts (plain rules only), the items
-/// after a nullable rule it steps over, and the items a completion returns to, transitively:
-/// the Earley closure with origins written as frames, computed on first use. A prediction whose
+/// Per item, the item, the start items of the rules it predicts (those the walk follows), the
+/// next iteration's start where it ends one of a counted rule, the items after a nullable rule
+/// it steps over, and the items a completion returns to, transitively: the Earley closure with
+/// origins written as frames, computed on first use. A prediction whose
 /// return state only ends its rule (final, nothing to read) keeps the caller's frame, so a
 /// right-recursive chain of rules (a string's length counted rule by rule) does not nest.
 ///
@@ -550,72 +578,121 @@ struct Closure {
 /// the rule's start) also holds the start, a new iteration.
 struct Closures<'a> {
     fsm: &'a GrammarFsm,
-    followed: &'a [bool],
+    followed: &'a [Follow],
     /// The entry's own rule, if it is counted.
     own_counted: Option<crate::fsm::FsmRuleId>,
-    /// Per frame: its return state, its parent frame and its depth (frame 0 is [`ROOT`]).
-    frames: Vec<(StateId, FrameId, u8)>,
-    frame_ids: FastMap<(StateId, FrameId), FrameId>,
+    /// Per frame (frame 0 is [`ROOT`]).
+    frames: Vec<Frame>,
+    frame_ids: FastMap<(StateId, FrameId, Option<u32>), FrameId>,
     memo: FastMap<Item, Closure>,
 }
 
+/// A return frame: where its rule's completion continues.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// The state after the rule edge that predicted the rule.
+    ret: StateId,
+    /// The frame of that state's own rule.
+    parent: FrameId,
+    depth: u8,
+    /// For a counted rule followed with counts ([`Follow::Counted`]): the iterations its items
+    /// have finished (the parser item's count). A frame with a count is never shared with
+    /// another rule, so the count is that of the rule of every item at the frame.
+    count: Option<u32>,
+}
+
 impl<'a> Closures<'a> {
-    fn new(fsm: &'a GrammarFsm, state: StateId, followed: &'a [bool]) -> Self {
+    fn new(fsm: &'a GrammarFsm, state: StateId, followed: &'a [Follow]) -> Self {
         let own = fsm.rule_of(state);
         let own_counted = matches!(fsm.rule(own).kind, RuleKind::Counted { .. }).then_some(own);
         Closures {
             fsm,
             followed,
             own_counted,
-            frames: vec![(state, ROOT, 0)],
+            frames: vec![Frame { ret: state, parent: ROOT, depth: 0, count: None }],
             frame_ids: FastMap::default(),
             memo: FastMap::default(),
         }
     }
 
-    /// Whether item `(s, frame)` is where a counted rule's new iteration begins (a state final
-    /// for the body, other than the start): in the entry's own rule at the root frame, or in a
-    /// counted rule the walk follows (see [`followed_rules`]) at any frame.
-    fn loops_back(&self, s: StateId, frame: FrameId) -> bool {
+    /// Where item `(s, frame)` begins a new iteration of a counted rule (a state final for the
+    /// body, other than the start), the new iteration's frame: the same frame in the entry's
+    /// own rule at the root frame (unbounded for the isolated parser) and in a counted rule
+    /// followed without counts; the frame of the next count in one followed with counts, below
+    /// its maximum.
+    fn next_iteration(&mut self, s: StateId, frame: FrameId) -> Option<FrameId> {
         let r = self.fsm.rule_of(s);
-        let looping = match self.fsm.rule(r).kind {
-            RuleKind::Plain => false,
-            RuleKind::Counted { .. } => (frame == ROOT && self.own_counted == Some(r)) || self.followed[r.index()],
-        };
-        looping && s != self.fsm.rule(r).start && self.fsm.is_final(s)
+        let rule = self.fsm.rule(r);
+        if matches!(rule.kind, RuleKind::Plain) || s == rule.start || !self.fsm.is_final(s) {
+            return None;
+        }
+        if frame == ROOT && self.own_counted == Some(r) {
+            return Some(ROOT);
+        }
+        match self.followed[r.index()] {
+            Follow::No => None,
+            Follow::Plain => Some(frame),
+            Follow::Counted { max, .. } => {
+                let f = self.frames[frame as usize];
+                let count = f.count.expect("the items of a rule followed with counts sit at frames with a count") + 1;
+                if count < max {
+                    self.frame(f.ret, f.parent, Some(count))
+                } else {
+                    None
+                }
+            }
+        }
     }
 
-    /// The frame returning to `t` under `parent`, or `None` past [`MAX_FRAME_DEPTH`].
-    fn frame(&mut self, t: StateId, parent: FrameId) -> Option<FrameId> {
+    /// Whether an item on final state `s` at frame `g` (not [`ROOT`]) may complete its rule: a
+    /// counted rule followed with counts only once its iterations reach its minimum.
+    fn may_complete(&self, s: StateId, g: FrameId) -> bool {
+        match (self.followed[self.fsm.rule_of(s).index()], self.frames[g as usize].count) {
+            (Follow::Counted { min, .. }, Some(count)) => count + 1 >= min,
+            _ => true,
+        }
+    }
+
+    /// The frame returning to `t` under `parent` (with `count` for a rule followed with
+    /// counts), or `None` past [`MAX_FRAME_DEPTH`].
+    fn frame(&mut self, t: StateId, parent: FrameId, count: Option<u32>) -> Option<FrameId> {
         let fsm = self.fsm;
         // Returning to `t` only ends its rule: the completion goes on to the parent. Not in a
-        // counted rule, where a state final for the body also begins a new iteration.
+        // counted rule, where a state final for the body also begins a new iteration, nor for
+        // a callee whose items need a count of their own.
         let ends_only = fsm.is_final(t) && fsm.byte_edges(t).is_empty() && fsm.rule_edges(t).is_empty();
-        if ends_only && matches!(fsm.rule(fsm.rule_of(t)).kind, RuleKind::Plain) {
+        if ends_only && count.is_none() && matches!(fsm.rule(fsm.rule_of(t)).kind, RuleKind::Plain) {
             return Some(parent);
         }
-        if let Some(&f) = self.frame_ids.get(&(t, parent)) {
+        if let Some(&f) = self.frame_ids.get(&(t, parent, count)) {
             return Some(f);
         }
-        let depth = self.frames[parent as usize].2 + 1;
+        let depth = self.frames[parent as usize].depth + 1;
         if depth > MAX_FRAME_DEPTH {
             return None;
         }
         let f = self.frames.len() as FrameId;
-        self.frames.push((t, parent, depth));
-        self.frame_ids.insert((t, parent), f);
+        self.frames.push(Frame { ret: t, parent, depth, count });
+        self.frame_ids.insert((t, parent, count), f);
         Some(f)
     }
 
-    /// The frames of `f` from the innermost, as return states (for keys that outlive this walk).
-    fn chain(&self, mut f: FrameId) -> impl Iterator<Item = StateId> + '_ {
+    /// The frames of `f` from the innermost, as return states and counts (for keys that
+    /// outlive this walk).
+    fn chain(&self, mut f: FrameId) -> impl Iterator<Item = (StateId, Option<u32>)> + '_ {
         std::iter::from_fn(move || {
             (f != ROOT).then(|| {
-                let (t, parent, _) = self.frames[f as usize];
-                f = parent;
-                t
+                let frame = self.frames[f as usize];
+                f = frame.parent;
+                (frame.ret, frame.count)
             })
         })
+    }
+
+    /// Whether the items at frame `f` count their rule's iterations (a byte region's table,
+    /// which loops without counting, does not apply to them).
+    fn counts(&self, f: FrameId) -> bool {
+        self.frames[f as usize].count.is_some()
     }
 
     fn of(&mut self, item: Item) -> &Closure {
@@ -630,9 +707,11 @@ impl<'a> Closures<'a> {
         let fsm = self.fsm;
         let mut out = vec![item];
         let mut cut = false;
-        if self.loops_back(item.0, item.1) {
-            out.push((fsm.rule(fsm.rule_of(item.0)).start, item.1));
-        }
+        let add = |out: &mut Vec<Item>, it: Item| {
+            if !out.contains(&it) {
+                out.push(it);
+            }
+        };
         let mut i = 0;
         while i < out.len() {
             if out.len() > MAX_SET {
@@ -642,16 +721,17 @@ impl<'a> Closures<'a> {
             }
             let (q, g) = out[i];
             i += 1;
-            let add = |out: &mut Vec<Item>, it: Item| {
-                if !out.contains(&it) {
-                    out.push(it);
-                }
-            };
+            // An iteration's end (read, or a completion returning to it) begins the next one.
+            if let Some(h) = self.next_iteration(q, g) {
+                add(&mut out, (fsm.rule(fsm.rule_of(q)).start, h));
+            }
             for e in fsm.rule_edges(q) {
-                if !self.followed[e.rule.index()] {
-                    continue;
-                }
-                match self.frame(e.target, g) {
+                let count = match self.followed[e.rule.index()] {
+                    Follow::No => continue,
+                    Follow::Plain => None,
+                    Follow::Counted { .. } => Some(0),
+                };
+                match self.frame(e.target, g, count) {
                     Some(h) => add(&mut out, (fsm.rule(e.rule).start, h)),
                     None => cut = true,
                 }
@@ -660,10 +740,10 @@ impl<'a> Closures<'a> {
                     add(&mut out, (e.target, g));
                 }
             }
-            if g != ROOT && fsm.is_final(q) {
+            if g != ROOT && fsm.is_final(q) && self.may_complete(q, g) {
                 // The rule completes: back to where it was predicted.
-                let (t, parent, _) = self.frames[g as usize];
-                add(&mut out, (t, parent));
+                let Frame { ret, parent, .. } = self.frames[g as usize];
+                add(&mut out, (ret, parent));
             }
         }
         Closure { items: out.into_boxed_slice(), cut }

@@ -162,8 +162,9 @@ impl Regions {
 
 /// The state byte-path walks hold after an edge into `t`, as far as regions go: `t`, or, when
 /// `t` ends an iteration of a counted repetition and reads nothing itself (a character of a
-/// string with length bounds), the repetition's start. Walks follow a counted rule only as the
-/// entry's own rule, which the isolated parser reads as unbounded: there an iteration's end
+/// string with length bounds), the repetition's start. A region applies to the items of a
+/// counted rule only where walks follow it without counts (the entry's own rule, which the
+/// isolated parser reads as unbounded, or one no token can finish): there an iteration's end
 /// starts the next one (`byte_paths::Closures`), so the body is a loop like a plain rule's.
 fn region_target(fsm: &GrammarFsm, t: StateId) -> StateId {
     let rule = fsm.rule(fsm.rule_of(t));
