@@ -71,3 +71,32 @@ fn rollback_restores_sets() {
     assert_eq!(p.current_items(), &snapshot[..]);
     assert!(p.advance_byte(b'd') && p.is_accepting());
 }
+
+/// `fsm::lookahead::state_first_bytes` (the cache's estimate of a walk's first-byte tokens) is
+/// what an isolated parser at the state can read first, for every state of grammars with
+/// nullable rules, recursion through nullable prefixes and a key position that calls the
+/// generic string body; with a counted repetition it may hold more (a loop-back the parser's
+/// count refuses), never less.
+#[test]
+fn state_first_bytes_are_what_an_isolated_parser_reads_first() {
+    use maskforge::fsm::lookahead::state_first_bytes;
+    let grammars = [
+        ("root ::= a \"x\" | b\na ::= b? \"y\" a | \"\"\nb ::= a \"z\" | \"w\"", false),
+        ("root ::= \"(\" root? \")\" root | \".\"", false),
+        ("root ::= \"{\" (\"\\\"\" [0-9]+ \"\\\"\" | \"\\\"\" tail \"\\\"\") \"}\"\ntail ::= [a-z]*", false),
+        ("root ::= s{2,40} \"!\"\ns ::= \"a\" | t\nt ::= \"\" | \"b\" s", true),
+    ];
+    for (ebnf, counted) in grammars {
+        let g = parse_ebnf(ebnf, "root").unwrap_or_else(|e| panic!("{e}\n{ebnf}"));
+        let fsm = Arc::new(GrammarFsm::new(&g).unwrap());
+        let has_counted = fsm.rules().iter().any(|r| r.kind != maskforge::fsm::RuleKind::Plain);
+        assert_eq!(has_counted, counted, "{ebnf}");
+        for s in fsm.states() {
+            let read = Parser::isolated(Arc::clone(&fsm), s, &[]).next_bytes();
+            let first = state_first_bytes(&fsm, s).words();
+            let covers = read.iter().zip(&first).all(|(r, f)| r & !f == 0);
+            assert!(covers, "{ebnf}: state {s} reads {read:x?}, first bytes {first:x?}");
+            assert!(counted || read == first, "{ebnf}: state {s} reads {read:x?}, first bytes {first:x?}");
+        }
+    }
+}

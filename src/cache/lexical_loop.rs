@@ -703,10 +703,10 @@ pub(super) fn loop_base(
 }
 
 impl LoopSlice {
-    /// Whether more than three quarters of the vocabulary's normal tokens leave the loop (each
-    /// one a parser walk: see `MaskCache::walk`).
+    /// Whether more than half of the vocabulary's normal tokens leave the loop (each one a
+    /// parser walk: see `MaskCache::walk`).
     pub(super) fn leaves_most(&self, vocab: &Vocabulary) -> bool {
-        self.leaving.len() * 4 > vocab.sorted_token_ids().len() * 3
+        self.leaving.len() * 2 > vocab.sorted_token_ids().len()
     }
 
     /// Heap bytes used.
