@@ -55,7 +55,7 @@ use std::sync::Arc;
 use super::base::BaseEntry;
 use super::build::{smallest_form_of_runs, ListedWalker, Walk};
 use super::pool::MaskPool;
-use super::region::{Region, RegionTable, Regions};
+use super::region::{Region, RegionId, RegionTable, Regions};
 use crate::earley::Parser;
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
@@ -281,7 +281,7 @@ struct LazyDfa<'a> {
     entry: StateId,
     own: FsmRuleId,
     /// The tables of the regions met so far, by region.
-    tables: FastMap<usize, Arc<RegionTable>>,
+    tables: FastMap<RegionId, Arc<RegionTable>>,
     sets: Vec<Box<[Item]>>,
     /// Per set, its states in a tabled region: (the region's table, their bits), if any.
     in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
@@ -461,7 +461,7 @@ impl<'a> LazyDfa<'a> {
         let id = self.sets.len() as u32;
         // The states of one region (the first one met: a set rarely holds two).
         let regions = &self.source.facts.regions;
-        let mut in_region: Option<(usize, u32)> = None;
+        let mut in_region: Option<(RegionId, u32)> = None;
         for &(s, _) in set.iter().filter(|&&(_, f)| !self.closures.counts(f)) {
             match (regions.of(self.closures.fsm, s), &mut in_region) {
                 (Some((r, bit)), Some((r0, bits))) if r == *r0 => *bits |= bit,

@@ -27,7 +27,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::lexical_loop::CORE_DELIMITER;
 use super::pool::MaskPool;
-use crate::fsm::{GrammarFsm, RuleKind, StateId};
+use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::{TokenTrie, Vocabulary};
 use crate::util::sentinel::Sentinel;
 
@@ -59,18 +59,36 @@ pub(crate) struct Region {
     pub(crate) key: u128,
 }
 
-/// The tabled regions of a grammar. The candidates (strongly connected sets of states) are found
-/// with the grammar's facts; whether one is worth a table, and its transitions, on the first walk
-/// that meets one of its states: a grammar with a hundred string properties has a hundred string
-/// bodies, and building every region up front cost up to milliseconds on the first walk.
+/// A candidate region of a grammar: its rule and its number among the rule's candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct RegionId {
+    rule: FsmRuleId,
+    candidate: u32,
+}
+
+/// The tabled regions of a grammar. A region's states are states of one rule (byte edges never
+/// leave a rule), so the candidates (strongly connected sets of states) are found rule by rule,
+/// when a walk first meets a state of the rule; whether one is worth a table, and its
+/// transitions, when a walk first meets one of its states. A grammar with a hundred string
+/// properties has a hundred string bodies, and a grammar's 311k states took a component search
+/// of 14–23 ms on the first walk, most of it over rules no walk ever meets.
 #[derive(Debug)]
 pub(crate) struct Regions {
-    /// Per state, the candidate it belongs to, or `u32::MAX`.
-    candidate: Vec<u32>,
-    candidates: Vec<Candidate>,
+    /// Per rule, its candidates, found on first use.
+    rules: Vec<OnceLock<RuleRegions>>,
     vocab: Vocabulary,
     /// Where whether a region is worth a table is asked once per region structure.
     pool: Option<Arc<MaskPool>>,
+}
+
+/// The candidate regions of one rule.
+#[derive(Debug, Default)]
+struct RuleRegions {
+    /// The rule's first state.
+    first: usize,
+    /// Per state of the rule (from `first` on), the candidate it belongs to, or `u32::MAX`.
+    candidate: Vec<u32>,
+    candidates: Vec<Candidate>,
 }
 
 /// A candidate region: its states (sorted) and its region once asked for (`None`: not worth a
@@ -82,31 +100,61 @@ struct Candidate {
 }
 
 impl Regions {
-    /// The candidate regions of `fsm` over `vocab` (see the module docs). With a `pool`, whether
-    /// a region is worth a table is asked once per region structure (the same string body recurs
-    /// in every grammar of a server).
+    /// The candidate regions of `fsm` over `vocab` (see the module docs), found rule by rule on
+    /// first use. With a `pool`, whether a region is worth a table is asked once per region
+    /// structure (the same string body recurs in every grammar of a server).
     pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Option<Arc<MaskPool>>) -> Self {
-        let n = fsm.state_len();
-        let dispatch: Vec<_> = fsm.dispatch_rules().collect();
-        let eligible: Vec<bool> = fsm
-            .states()
-            .map(|s| {
-                let rule = fsm.rule_of(s);
-                let edges = fsm.byte_edges(s);
-                !dispatch.contains(&rule) && edges.windows(2).all(|w| w[0].hi < w[1].lo)
-            })
-            .collect();
+        let rules = (0..fsm.rules().len()).map(|_| OnceLock::new()).collect();
+        Regions { rules, vocab: vocab.clone(), pool }
+    }
+
+    /// The tabled region `s` belongs to and its bit there, the region decided on first use.
+    /// (A state of a counted repetition is only ever in the sets of its own rule's entries: see
+    /// [`region_target`].)
+    pub(crate) fn of(&self, fsm: &GrammarFsm, s: StateId) -> Option<(RegionId, u32)> {
+        let rule = fsm.rule_of(s);
+        let regions = self.rules[rule.index()].get_or_init(|| RuleRegions::new(fsm, rule));
+        let c = regions.candidate[s.index() - regions.first];
+        if c == u32::MAX {
+            return None;
+        }
+        let Candidate { states, region } = &regions.candidates[c as usize];
+        let region = region.get_or_init(|| Region::new(fsm, &self.vocab, states, self.pool.as_deref())).as_ref()?;
+        let k = region.states.iter().position(|&t| t == s).expect("a region holds its candidate's states");
+        Some((RegionId { rule, candidate: c }, 1 << k))
+    }
+
+    /// Region `id`, as [`Regions::of`] returned it.
+    pub(crate) fn region(&self, id: RegionId) -> &Region {
+        let regions = self.rules[id.rule.index()].get().expect("a rule `of` searched");
+        let region = regions.candidates[id.candidate as usize].region.get();
+        region.and_then(Option::as_ref).expect("a region `of` returned")
+    }
+}
+
+impl RuleRegions {
+    /// The candidate regions of rule `rule`: the strongly connected sets of its states under
+    /// byte edges, of at most [`MAX_REGION_STATES`] states, that hold a cycle.
+    fn new(fsm: &GrammarFsm, rule: FsmRuleId) -> Self {
+        let states = fsm.rule_states(rule);
+        let n = states.len();
+        let Some(first) = states.clone().next().map(StateId::index) else { return Self::default() };
+        if fsm.dispatch_rules().any(|d| d == rule) {
+            return RuleRegions { first, candidate: vec![u32::MAX; n], candidates: Vec::new() };
+        }
+        let state = |i: usize| StateId::new(first + i);
+        let eligible: Vec<bool> =
+            (0..n).map(|i| fsm.byte_edges(state(i)).windows(2).all(|w| w[0].hi < w[1].lo)).collect();
         // Edges on the quote alone do not join components (see `lexical_loop::core_of`): the
         // body of a string is a region of its own, the same in every grammar and tabled once
         // through the pool, not part of the grammar-specific loop of an array of strings.
         let successors = |i: usize| {
-            let edges = if eligible[i] { fsm.byte_edges(StateId::new(i)) } else { &[] };
+            let edges = if eligible[i] { fsm.byte_edges(state(i)) } else { &[] };
             let joins = |e: &&crate::fsm::ByteEdge| !e.reads_only(CORE_DELIMITER);
-            edges.iter().filter(joins).map(|e| region_target(fsm, e.target).index()).filter(|&t| eligible[t])
+            let local = |e: &crate::fsm::ByteEdge| region_target(fsm, e.target).index() - first;
+            edges.iter().filter(joins).map(local).filter(|&t| eligible[t])
         };
         let component = crate::util::scc::strongly_connected_components(n, successors);
-        // Most components are single states on no cycle: sized first, so that only candidates
-        // get a member list (a list per component took 64 of 76 ms on a grammar of 311k states).
         let mut size = vec![0u32; n];
         for (i, &c) in component.iter().enumerate() {
             if eligible[i] {
@@ -115,48 +163,28 @@ impl Regions {
         }
         let is_candidate = |i: usize| {
             let c = component[i] as usize;
-            let s = StateId::new(i);
+            let s = state(i);
             eligible[i]
                 && size[c] as usize <= MAX_REGION_STATES
                 && (size[c] > 1 || fsm.byte_edges(s).iter().any(|e| e.target == s))
         };
         let mut members: crate::util::hash::FastMap<u32, Vec<StateId>> = Default::default();
         for i in (0..n).filter(|&i| is_candidate(i)) {
-            members.entry(component[i]).or_default().push(StateId::new(i));
+            members.entry(component[i]).or_default().push(state(i));
         }
         let mut candidates: Vec<Vec<StateId>> = members.into_values().collect();
-        candidates.iter_mut().for_each(|m| m.sort_unstable());
         candidates.sort_unstable();
         let mut candidate = vec![u32::MAX; n];
         for (c, states) in candidates.iter().enumerate() {
             for s in states {
-                candidate[s.index()] = c as u32;
+                candidate[s.index() - first] = c as u32;
             }
         }
         let candidates = candidates
             .into_iter()
             .map(|m| Candidate { states: m.into_boxed_slice(), region: OnceLock::new() })
             .collect();
-        Regions { candidate, candidates, vocab: vocab.clone(), pool }
-    }
-
-    /// The tabled region `s` belongs to and its bit there, the region decided on first use.
-    /// (A state of a counted repetition is only ever in the sets of its own rule's entries: see
-    /// [`region_target`].)
-    pub(crate) fn of(&self, fsm: &GrammarFsm, s: StateId) -> Option<(usize, u32)> {
-        let c = self.candidate[s.index()];
-        if c == u32::MAX {
-            return None;
-        }
-        let Candidate { states, region } = &self.candidates[c as usize];
-        let region = region.get_or_init(|| Region::new(fsm, &self.vocab, states, self.pool.as_deref())).as_ref()?;
-        let k = region.states.iter().position(|&t| t == s).expect("a region holds its candidate's states");
-        Some((c as usize, 1 << k))
-    }
-
-    /// Region `r`, as [`Regions::of`] returned it.
-    pub(crate) fn region(&self, r: usize) -> &Region {
-        self.candidates[r].region.get().and_then(Option::as_ref).expect("a region `of` returned")
+        RuleRegions { first, candidate, candidates }
     }
 }
 
@@ -447,7 +475,7 @@ mod tests {
 
     /// The grammar's one tabled region (a string body).
     fn only_region<'a>(fsm: &GrammarFsm, regions: &'a Regions) -> &'a Region {
-        let found: std::collections::BTreeSet<usize> =
+        let found: std::collections::BTreeSet<RegionId> =
             fsm.states().filter_map(|s| regions.of(fsm, s)).map(|(r, _)| r).collect();
         assert_eq!(found.len(), 1, "the string body is one region");
         regions.region(*found.first().unwrap())

@@ -20,6 +20,10 @@ impl GrammarFsm {
         if let Some(s) = self.state_rule.iter().position(|r| r.index() >= rules) {
             return Err(format!("state {s} belongs to rule {} of {rules}", self.state_rule[s]));
         }
+        // `rule_states` finds a rule's states by binary search.
+        if let Some(s) = self.state_rule.windows(2).position(|w| w[0] > w[1]) {
+            return Err(format!("state {} belongs to an earlier rule than state {s}", s + 1));
+        }
         for (i, rule) in self.rules.iter().enumerate() {
             if rule.start.index() >= states || self.state_rule[rule.start].index() != i {
                 return Err(format!("rule {i} starts at state {}, not one of its states", rule.start));

@@ -259,6 +259,12 @@ impl GrammarFsm {
     pub fn rule_of(&self, s: StateId) -> FsmRuleId {
         self.state_rule[s]
     }
+    /// The states of rule `r` (a rule's states are numbered together, rule by rule).
+    pub fn rule_states(&self, r: FsmRuleId) -> crate::util::id::IdRange<StateId> {
+        let start = self.state_rule.partition_point(|&x| x < r);
+        let end = start + self.state_rule[start..].partition_point(|&x| x == r);
+        crate::util::id::IdRange::new(StateId::new(start), StateId::new(end))
+    }
     /// The rule `r`.
     #[inline]
     pub fn rule(&self, r: FsmRuleId) -> &FsmRule {
@@ -409,5 +415,31 @@ mod tests {
         ];
         assert_eq!(labels, want);
         assert_ne!(Label::Bytes(0, 1), Label::Rule(1));
+    }
+
+    /// A rule's states are exactly those `rule_of` gives it; a read-back automaton whose rules'
+    /// states are not numbered together is malformed (`rule_states` could not find them).
+    #[test]
+    fn rule_states_are_the_states_of_their_rule() {
+        let g = crate::parse_ebnf(
+            r#"root ::= "[" item ("," item)* "]"
+            item ::= [a-z]+ | "\"" [^"]* "\"" "#,
+            "root",
+        )
+        .unwrap();
+        let mut fsm = super::build_grammar_fsm(&g, &super::FsmLimits::default()).unwrap();
+        for (i, _) in fsm.rules().iter().enumerate() {
+            let r = super::FsmRuleId::new(i);
+            let want: Vec<_> = fsm.states().filter(|&s| fsm.rule_of(s) == r).collect();
+            assert!(!want.is_empty());
+            assert_eq!(fsm.rule_states(r).collect::<Vec<_>>(), want, "rule {i}");
+        }
+        assert_eq!(fsm.check_structure(), Ok(()));
+        let first = fsm.rule(super::FsmRuleId::new(0)).start;
+        let other = fsm.states().find(|&s| fsm.rule_of(s) == fsm.rule_of(first) && s != first).unwrap();
+        let later = fsm.states().find(|&s| s > other && fsm.rule_of(s) != fsm.rule_of(first)).unwrap();
+        fsm.state_rule[other] = fsm.rule_of(later);
+        let err = fsm.check_structure().unwrap_err();
+        assert!(err.contains("belongs to an earlier rule"), "{err}");
     }
 }
