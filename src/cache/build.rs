@@ -112,8 +112,7 @@ impl Walk {
 /// byte edges only, a key position that calls the generic string body counted the digits of
 /// its pattern alternative: 1.5k tokens, and a 23 ms parser walk of the whole vocabulary.)
 pub(super) fn first_byte_candidates(fsm: &GrammarFsm, state: StateId, vocab: &Vocabulary) -> usize {
-    let first = crate::fsm::lookahead::state_first_bytes(fsm, state);
-    (0..=255u8).filter(|&b| first.contains(b)).map(|b| vocab.sorted_first_byte_range(b, b).len()).sum()
+    vocab.count_starting_with(&crate::fsm::lookahead::state_first_bytes(fsm, state))
 }
 
 /// Walks the tokens at sorted positions `range` with an isolated parser.

@@ -114,16 +114,12 @@ impl ForcedRules {
     /// Every counted rule of `fsm` whose loop-backs are forced, given `follow`, the bytes that
     /// may follow each rule.
     pub(crate) fn new(fsm: &GrammarFsm, follow: &[ByteSet]) -> Self {
-        let mut states: Vec<Vec<StateId>> = vec![Vec::new(); fsm.rules().len()];
-        for s in fsm.states() {
-            states[fsm.rule_of(s)].push(s);
-        }
         let rules = FsmRuleId::range(fsm.rules().len());
         // Bytes only and one edge per byte: walked.
         let walked: Vec<bool> = rules
             .clone()
             .map(|r| {
-                states[r].iter().all(|&s| {
+                fsm.rule_states(r).all(|s| {
                     let edges = fsm.byte_edges(s);
                     fsm.rule_edges(s).is_empty() && edges.windows(2).all(|w| w[0].hi < w[1].lo)
                 })
@@ -153,7 +149,8 @@ impl ForcedRules {
             .map(|r| {
                 let rule = fsm.rule(r);
                 // ... and an iteration ends where nothing more is read.
-                let ends_at_its_last_byte = states[r].iter().all(|&s| fsm.byte_edges(s).is_empty() || !fsm.is_final(s));
+                let ends_at_its_last_byte =
+                    fsm.rule_states(r).all(|s| fsm.byte_edges(s).is_empty() || !fsm.is_final(s));
                 let mut first = ByteSet::EMPTY;
                 for e in fsm.byte_edges(rule.start) {
                     first.insert_range(e.lo, e.hi);

@@ -846,13 +846,9 @@ pub fn reachable_scannable_states(fsm: &GrammarFsm, vocab: &Vocabulary) -> Vec<(
     let mut reachable = vec![false; fsm.rules().len()];
     let mut stack = vec![fsm.root()];
     reachable[fsm.root()] = true;
-    let mut rule_states: Vec<Vec<StateId>> = vec![Vec::new(); fsm.rules().len()];
-    for s in fsm.states() {
-        rule_states[fsm.rule_of(s)].push(s);
-    }
     let mut out = Vec::new();
     while let Some(r) = stack.pop() {
-        for &s in &rule_states[r] {
+        for s in fsm.rule_states(r) {
             let edges = fsm.byte_edges(s);
             if !edges.is_empty() {
                 let cost =

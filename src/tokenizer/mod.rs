@@ -589,6 +589,11 @@ impl Vocabulary {
         starts[lo as usize] as usize..starts[hi as usize + 1] as usize
     }
 
+    /// How many normal tokens start with a byte of `first`.
+    pub fn count_starting_with(&self, first: &crate::util::byteset::ByteSet) -> usize {
+        (0..=255u8).filter(|&b| first.contains(b)).map(|b| self.sorted_first_byte_range(b, b).len()).sum()
+    }
+
     /// The position of token `id` in [`sorted_token_ids`](Self::sorted_token_ids), or `None`
     /// for special tokens, padding ids and ids past the table.
     #[inline]

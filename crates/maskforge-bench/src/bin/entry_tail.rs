@@ -173,10 +173,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let rule = fsm.rules()[fsm.rule_of(slot.state)].name.clone();
                     // Through the rules the state calls, as the cache counts them.
                     let first = maskforge::fsm::lookahead::state_first_bytes(fsm, slot.state);
-                    let first_bytes: usize = (0..=255u8)
-                        .filter(|&b| first.contains(b))
-                        .map(|b| vocab.sorted_first_byte_range(b, b).len())
-                        .sum();
+                    let first_bytes = vocab.count_starting_with(&first);
                     entries.push((
                         us,
                         name.clone(),
