@@ -396,33 +396,13 @@ impl<'a> LazyDfa<'a> {
         Some(PathMemoKey { own: self.own, context: context.into(), item, set: set.into_boxed_slice(), byte: b })
     }
 
-    /// The bytes the items the entry's state predicts (transitively) may read first: one of them
-    /// may be the entry's own state again (a left-recursive rule), which a set cannot tell
-    /// apart from the entry's item.
+    /// The bytes the items the entry's state predicts (transitively, and through nullable
+    /// calls) may read first: one of them may be the entry's own state again (a left-recursive
+    /// rule), which a set cannot tell apart from the entry's item.
     fn predicted_first(&mut self) -> ByteSet {
-        if let Some(bytes) = self.predicted_first {
-            return bytes;
-        }
         let fsm = self.closures.fsm;
-        let mut starts: Vec<StateId> = Vec::new();
-        let mut work: Vec<StateId> = vec![self.entry];
-        while let Some(s) = work.pop() {
-            for e in fsm.rule_edges(s) {
-                let start = fsm.rule(e.rule).start;
-                if !starts.contains(&start) {
-                    starts.push(start);
-                    work.push(start);
-                }
-            }
-        }
-        let mut bytes = ByteSet::EMPTY;
-        for &s in &starts {
-            for e in fsm.byte_edges(s) {
-                bytes.insert_range(e.lo, e.hi);
-            }
-        }
-        self.predicted_first = Some(bytes);
-        bytes
+        let entry = self.entry;
+        *self.predicted_first.get_or_insert_with(|| crate::fsm::lookahead::predicted_first_bytes(fsm, entry))
     }
 
     /// Whether set `set` escapes (see the module docs).

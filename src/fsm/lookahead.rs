@@ -86,19 +86,29 @@ pub fn start_first_sets(fsm: &GrammarFsm) -> Vec<ByteSet> {
 /// after nullable calls only, so it costs a few states for most schema grammars, not the
 /// whole fixpoint of [`follow_sets`].
 pub fn state_first_bytes(fsm: &GrammarFsm, state: StateId) -> ByteSet {
+    let mut first = predicted_first_bytes(fsm, state);
+    for e in fsm.byte_edges(state) {
+        first.insert_range(e.lo, e.hi);
+    }
+    first
+}
+
+/// The bytes that the items an item at `state` adds without reading (the rules it calls, what
+/// follows a nullable call, the next iteration of a counted rule) may read first: the bytes of
+/// [`state_first_bytes`] other than the item's own, unless those items lead back to `state`
+/// (left recursion, through nullable calls too).
+pub fn predicted_first_bytes(fsm: &GrammarFsm, state: StateId) -> ByteSet {
     let mut first = ByteSet::EMPTY;
     let mut seen = crate::util::hash::FastSet::default();
-    let mut todo = vec![state];
-    seen.insert(state);
+    let mut todo: Vec<StateId> = reads(fsm, state).collect();
     while let Some(s) = todo.pop() {
+        if !seen.insert(s) {
+            continue;
+        }
         for e in fsm.byte_edges(s) {
             first.insert_range(e.lo, e.hi);
         }
-        for next in reads(fsm, s) {
-            if seen.insert(next) {
-                todo.push(next);
-            }
-        }
+        todo.extend(reads(fsm, s).filter(|next| !seen.contains(next)));
     }
     first
 }
