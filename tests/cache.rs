@@ -8,7 +8,7 @@ use std::sync::Arc;
 use maskforge::cache::BaseEntry;
 use maskforge::fsm::{FsmLimits, GrammarFsm, RuleKind, StateId};
 use maskforge::{CompiledGrammar, CompilerConfig, Grammar, GrammarCompiler, GrammarMatcher, TokenBitmask, Vocabulary};
-use maskforge::{MaskCacheMode, MaskPool};
+use maskforge::{MaskCacheMode, MaskPool, MatcherConfig};
 use proptest::prelude::*;
 
 use crate::support::fixtures::{encode, vocab};
@@ -111,25 +111,45 @@ proptest! {
         // Two matchers one after the other: the second finds the first's verdicts in the
         // grammar's shared memo (`cache/verdicts.rs`), by configuration content.
         for ops in walks {
-            refill_through_rollbacks(&grammar, ops, &what)?;
+            refill_through_rollbacks(&grammar, None, ops, &what)?;
         }
+    }
+
+    /// The same with the Earley parser, whose verdicts are kept by its current set with the
+    /// chart positions its origins name: rollbacks pop positions that later steps make again
+    /// with other items, and compaction (a rollback limit of 0 to 2 tokens) renumbers them.
+    #[test]
+    fn earley_refills_through_rollbacks_and_compaction_equal_oracle(
+        g in gen::grammar(),
+        ops in prop::collection::vec((any::<prop::sample::Index>(), 0usize..4), 0..24),
+        limit in prop::option::of(0usize..3),
+    ) {
+        let config = CompilerConfig::default().parser(maskforge::Parser::Earley);
+        let grammar = GrammarCompiler::new(small_vocab(), config).compile(g.clone()).unwrap();
+        refill_through_rollbacks(&grammar, limit, ops, &format!("{g}"))?;
     }
 }
 
-/// One matcher of [`refills_through_rollbacks_equal_oracle`]: accepts and rolls back as `ops`
-/// say, filling twice at every step.
+/// One matcher of [`refills_through_rollbacks_equal_oracle`] (with a rollback limit of `limit`
+/// tokens, if any): accepts and rolls back as `ops` say, filling twice at every step.
 fn refill_through_rollbacks(
     grammar: &CompiledGrammar,
+    limit: Option<usize>,
     ops: Vec<(prop::sample::Index, usize)>,
     what: &str,
 ) -> Result<(), TestCaseError> {
-    let mut m = GrammarMatcher::new(grammar);
+    let config = limit.map_or_else(MatcherConfig::default, |n| MatcherConfig::default().max_rollback_tokens(n));
+    let mut m = GrammarMatcher::with_config(grammar, config);
+    let mut accepted = 0usize;
     for (pick, back) in ops {
         let exact = assert_oracle_equal(&mut m, what)?;
         assert_oracle_equal(&mut m, what)?;
-        // One op in four rolls back (one or two tokens), the others accept.
-        if back == 0 && m.num_accepted_tokens() > 0 {
-            m.rollback(1 + pick.index(m.num_accepted_tokens().min(2))).unwrap();
+        // One op in four rolls back (one or two tokens, within the limit), the others accept.
+        let can_roll_back = accepted.min(limit.unwrap_or(usize::MAX)).min(2);
+        if back == 0 && can_roll_back > 0 {
+            let n = 1 + pick.index(can_roll_back);
+            m.rollback(n).unwrap();
+            accepted -= n;
             continue;
         }
         let allowed: Vec<usize> = exact.allowed_ids().collect();
@@ -137,6 +157,7 @@ fn refill_through_rollbacks(
             break;
         }
         prop_assert!(m.accept_token(allowed[pick.index(allowed.len())] as u32));
+        accepted += 1;
     }
     assert_oracle_equal(&mut m, what)?;
     Ok(())
@@ -168,6 +189,49 @@ fn a_rollback_forgets_the_verdicts_of_the_popped_frames() {
     let first = assert_oracle_equal(&mut m, "after a\"c").unwrap();
     assert!(first.get(id("\"1") as usize) && !first.get(id("\"2") as usize));
     m.rollback(3).unwrap();
+    for t in ["b", "\"", "c"] {
+        assert!(m.accept_token(id(t)));
+    }
+    let second = assert_oracle_equal(&mut m, "after b\"c").unwrap();
+    assert!(second.get(id("\"2") as usize) && !second.get(id("\"1") as usize));
+}
+
+/// The Earley parser's verdict memo after a compaction: the chart's positions are renumbered,
+/// so a string entered in another context, at a position that now has the number the first
+/// string's origin had, has the same items by number. The fill there must check the closing
+/// tokens again.
+#[test]
+fn a_compaction_forgets_the_earley_verdicts() {
+    let g = maskforge::parse_ebnf(
+        r#"root ::= item+
+        item ::= "a" s "1" | "b" s "2" | "z"
+        s ::= "\"" [c]* "\"""#,
+        "root",
+    )
+    .unwrap();
+    let tokens = ["a", "b", "z", "\"", "c", "\"1", "\"2"];
+    let vocab = maskforge::VocabularyBuilder::new().tokens(tokens).build().unwrap();
+    let id = |t: &str| tokens.iter().position(|&x| x == t).unwrap() as u32;
+    let limits = FsmLimits { max_inline_states: 0, ..FsmLimits::default() };
+    let config = CompilerConfig::default().fsm_limits(limits).parser(maskforge::Parser::Earley);
+    let grammar = GrammarCompiler::new(vocab, config).compile(g).unwrap();
+    let mut m = GrammarMatcher::with_config(&grammar, MatcherConfig::default().max_rollback_tokens(0));
+    assert!(!m.runs_pda());
+    // `s` predicted at position 3.
+    for t in ["z", "z", "a", "\"", "c"] {
+        assert!(m.accept_token(id(t)));
+    }
+    let first = assert_oracle_equal(&mut m, "after zza\"c").unwrap();
+    assert!(first.get(id("\"1") as usize) && !first.get(id("\"2") as usize));
+    // 5 + 13,106 × 5 bytes, then `"1` reaches 65,536 bytes (`COMPACTION_SLACK`): compaction
+    // after it keeps three positions, the current one becoming 2, so that `s` is predicted at
+    // position 3 again.
+    for _ in 0..13_106 {
+        for t in ["\"1", "a", "\"", "c"] {
+            assert!(m.accept_token(id(t)));
+        }
+    }
+    assert!(m.accept_token(id("\"1")));
     for t in ["b", "\"", "c"] {
         assert!(m.accept_token(id(t)));
     }

@@ -760,8 +760,8 @@ impl PathWalks {
         PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab, None), memo: Default::default(), shared: None }
     }
 
-    /// The walks of `fsm`'s entries over `vocab`, sharing first-byte walks through `pool` (with
-    /// other grammars' walks) as [`MaskCache`] does with a pool.
+    /// The walks of `fsm`'s entries over `vocab`, sharing first-byte walks and region tables
+    /// through `pool` (with other grammars' walks) as [`MaskCache`] does with a pool.
     pub fn with_pool(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Arc<MaskPool>) -> Self {
         let facts = byte_paths::PathFacts::new(fsm, vocab, Some(Arc::clone(&pool)));
         PathWalks { facts, memo: Default::default(), shared: Some(Shared::new(fsm, pool)) }
@@ -779,7 +779,11 @@ impl PathWalks {
         if !byte_paths::applies(fsm, state) {
             return None;
         }
-        let table = |r: &region::Region| Arc::new(region::RegionTable::new(vocab, r));
+        // Region tables from the pool, as `MaskCache::region_table` has them.
+        let table = |r: &region::Region| {
+            let build = || region::RegionTable::new(vocab, r);
+            self.shared.as_ref().map_or_else(|| Arc::new(build()), |sh| sh.pool.region_table(r.key, build))
+        };
         let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
         let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
         let source = byte_paths::PathSource { facts: &self.facts, table: &table, pooled };

@@ -16,6 +16,10 @@ use crate::fsm::{RuleKind, StateId};
 use crate::pda::Pda;
 use crate::util::budget::StepBudget;
 
+/// The largest Earley set whose configuration keys verdicts: writing and comparing a key costs
+/// three words per item at every fill, which a set this large does not repay.
+const MAX_CONFIGURATION_ITEMS: usize = 1024;
+
 /// A matcher's parser (see the module documentation).
 #[derive(Clone, Debug)]
 pub(crate) enum Engine {
@@ -59,12 +63,13 @@ impl Engine {
         }
     }
 
-    /// For the PDA, writes its current configuration into `out` ([`Pda::configuration`]) and
-    /// returns `true`; the Earley parser's items name chart positions, which change at every
-    /// step, so it has none (`false`).
+    /// Writes the current configuration into `out` ([`Pda::configuration`],
+    /// [`Parser::configuration`]) and returns `true`; `false` for an Earley set of more than
+    /// [`MAX_CONFIGURATION_ITEMS`] items. The keys name frame ids or chart positions, valid
+    /// until a rollback or a compaction.
     pub fn configuration(&self, out: &mut Vec<u32>) -> bool {
         match self {
-            Engine::Earley(_) => false,
+            Engine::Earley(p) => p.configuration(out, MAX_CONFIGURATION_ITEMS),
             Engine::Pda(p) => {
                 p.configuration(out);
                 true

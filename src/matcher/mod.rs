@@ -557,6 +557,8 @@ impl GrammarMatcher {
         }
         if self.parser.byte_len() >= self.next_compaction {
             let reachable = self.steps.iter().rev().take(limit).map(Step::len);
+            // Compaction renumbers the Earley chart's positions, which kept verdicts name.
+            self.scratch.forget_verdicts();
             self.parser.compact(reachable.sum());
             self.next_compaction = 2 * self.parser.byte_len() + COMPACTION_SLACK;
         }

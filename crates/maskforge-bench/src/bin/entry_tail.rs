@@ -20,7 +20,9 @@
 //! steps (a step's entries and its fill: what the runner's TBM measures in one fill).
 //!
 //! `--repeat N` then builds the slowest entry N more times in a fresh cache of its grammar (no
-//! pool), the loop to run under a profiler.
+//! pool), the loop to run under a profiler; with `--profile-state S` instead, state `S` of
+//! that entry's grammar is walked along byte paths N times with the run's warm pool (a
+//! typical entry of a known structure).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -109,6 +111,32 @@ fn on_cycle(fsm: &GrammarFsm, state: StateId) -> bool {
         }
     }
     false
+}
+
+/// Walks the vocabulary along byte paths for `state` of `grammar` `repeat` times with the
+/// compiler's pool as the run left it (its first-byte walks and region tables warm, no entry
+/// stored: what a typical entry of a known structure costs), the loop to run under a profiler.
+fn profile_state(
+    compiler: &GrammarCompiler,
+    grammar: &maskforge::CompiledGrammar,
+    vocab: &maskforge::Vocabulary,
+    state: StateId,
+    repeat: usize,
+) {
+    use maskforge::cache::PathWalks;
+    let (fsm, cache) = (grammar.fsm(), grammar.mask_cache());
+    let context = cache.certain_context(fsm, state);
+    let Some(pool) = compiler.pool() else { return };
+    let t = Instant::now();
+    let mut built = 0;
+    for _ in 0..repeat {
+        let walks = PathWalks::with_pool(fsm, vocab, std::sync::Arc::clone(pool));
+        built += std::hint::black_box(walks.base(fsm, context, vocab, state)).is_some() as usize;
+    }
+    let us = t.elapsed().as_secs_f64() * 1e6 / repeat as f64;
+    println!(
+        "state {state} walked along byte paths {repeat} times with the warm pool ({built} built): {us:.0} us each"
+    );
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -250,7 +278,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     print_times("fills after their entries", &tbm);
     print_times("steps (entries + fill)", &steps);
     let repeat: usize = flag(&args, "--repeat", "0").parse()?;
-    if let (Some((_, grammar, state, below_min)), true) = (slowest, repeat > 0) {
+    let profiled = args.iter().position(|a| a == "--profile-state");
+    if let (Some((_, grammar, state, below_min)), true, None) = (slowest.as_ref(), repeat > 0, profiled) {
+        let (state, below_min) = (*state, *below_min);
         let t = Instant::now();
         for _ in 0..repeat {
             let cache = MaskCache::new(grammar.fsm(), None);
@@ -258,6 +288,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let us = t.elapsed().as_secs_f64() * 1e6 / repeat as f64;
         println!("slowest entry (state {state}) rebuilt {repeat} times without a pool: {us:.0} us each");
+    }
+    if let (Some((_, grammar, ..)), Some(state)) = (&slowest, profiled) {
+        profile_state(&compiler, grammar, &vocab, StateId::new(args[state + 1].parse()?), repeat.max(1));
     }
     fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
     for (total, max, file, slow) in fill_time.iter().take(10) {
