@@ -96,10 +96,11 @@ impl FollowAutomaton {
         self.may_follow_within(fsm, rule, rest, &mut ReadBudget::new(usize::MAX))
     }
 
-    /// [`FollowAutomaton::may_follow`], charging the states it visits to `budget` (each
-    /// reading is also bounded on its own); once the budget is spent the answer is "maybe".
-    /// A step costs the states its closure holds whether or not an earlier reading computed
-    /// it, so an answer does not depend on which readings came before.
+    /// [`FollowAutomaton::may_follow`], charging the states it scans and visits to `budget`
+    /// (each reading is also bounded on its own); once the budget is spent the answer is
+    /// "maybe". A step costs the states of the set it steps from and of its closure whether or
+    /// not an earlier reading computed it, so an answer does not depend on which readings came
+    /// before.
     pub fn may_follow_within(&self, fsm: &GrammarFsm, rule: FsmRuleId, rest: &[u8], budget: &mut ReadBudget) -> bool {
         if rest.is_empty() || !Sentinel::is_text(rest) || budget.is_spent() {
             // Nothing to read, not text (how the parsers treat that is theirs to say), or no
@@ -308,10 +309,10 @@ struct Reading<'a> {
     limit: usize,
     /// Set when the budget ran out or a state the automaton does not follow was reached.
     gave_up: bool,
-    /// The rules whose end this reading has met: their callers' return states are in the work
-    /// list once. (A rule's every final state ends it; pushing the return states at each one
-    /// made a rule called from thousands of places, such as a string character shared by a
-    /// length-counted pattern's product rules, cost 2 ms to close.)
+    /// The rules whose end this reading has met: their callers' return states go on the work
+    /// list once. (Every final state of a rule ends it, and pushing the return states at each
+    /// one repeated them once per final state: thousands of pushes for a string character
+    /// called from every product rule of a length-counted pattern.)
     ended: FastSet<FsmRuleId>,
 }
 
