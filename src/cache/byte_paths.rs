@@ -162,7 +162,7 @@ impl PathSplit {
         let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
         // `path[k]`: the set after the first `k` bytes of the last walked token;
         // `escaped[k]`: whether a set that read one of those bytes escapes.
-        let mut path = vec![0u32];
+        let mut path = vec![dfa.start];
         let mut escaped = vec![false];
         let mut i = range.start;
         'tokens: while i < range.end {
@@ -280,6 +280,8 @@ struct LazyDfa<'a> {
     /// The entry's state and its rule.
     entry: StateId,
     own: FsmRuleId,
+    /// The set of the entry's item (its closure).
+    start: u32,
     /// The tables of the regions met so far, by region.
     tables: FastMap<RegionId, Arc<RegionTable>>,
     sets: Vec<Box<[Item]>>,
@@ -293,36 +295,102 @@ struct LazyDfa<'a> {
     start_escapes: bool,
     /// Per (item, set) met by [`LazyDfa::own_item`]: whether the set is the item's closure.
     own_sets: FastMap<(StateId, u32), bool>,
-    ids: FastMap<Box<[Item]>, u32>,
+    /// Per set, its ids without and with a cut ([`UNKNOWN`] where not met).
+    ids: FastMap<Box<[Item]>, [u32; 2]>,
     next: Vec<[u32; 256]>,
     /// Scratch for the next set.
     targets: Vec<Item>,
 }
 
+/// What walks of a rule's entries learn about its sets and keep for the next entry of the
+/// rule: the sets met, their transitions, closures and frames. None of it depends on the entry
+/// (an item at the root frame is one of the rule's own, whichever entry it came from), and the
+/// entries of a key position's trie, a state each, meet the same sets: built once, not per
+/// entry (a third of a key position's entry was spent interning and filling the same sets).
+#[derive(Debug)]
+pub(super) struct KeptDfa {
+    own: FsmRuleId,
+    frames: Vec<Frame>,
+    frame_ids: FrameIds,
+    memo: FastMap<Item, Closure>,
+    tables: FastMap<RegionId, Arc<RegionTable>>,
+    sets: Vec<Box<[Item]>>,
+    in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
+    escapes: Vec<bool>,
+    own_sets: FastMap<(StateId, u32), bool>,
+    /// Per set, its ids without and with a cut ([`UNKNOWN`] where not met).
+    ids: FastMap<Box<[Item]>, [u32; 2]>,
+    next: Vec<[u32; 256]>,
+}
+
+/// A kept DFA with more sets than this is not resumed: the next entry starts afresh, so a rule
+/// whose entries meet ever new sets (a long trie of keys) keeps below [`MAX_SETS`] and about
+/// 1 MiB of transitions.
+const KEPT_SETS: usize = 1024;
+
+impl KeptDfa {
+    /// Heap bytes used (about: the maps' own tables are not counted).
+    fn memory_usage(&self) -> usize {
+        let items: usize = self.sets.iter().map(|s| s.len()).sum();
+        let closures: usize = self.memo.values().map(|c| c.items.len()).sum();
+        self.next.len() * std::mem::size_of::<[u32; 256]>()
+            + (2 * items + closures) * std::mem::size_of::<Item>()
+            + self.frames.len() * std::mem::size_of::<Frame>()
+    }
+}
+
 impl<'a> LazyDfa<'a> {
-    /// A DFA whose set 0 is the closure of `state`.
-    fn new(fsm: &'a GrammarFsm, state: StateId, context: &[StateId], source: &'a PathSource<'a>) -> Self {
-        let mut closures = Closures::new(fsm, state, &source.facts.followed);
-        let first = closures.of((state, ROOT));
+    /// A DFA whose start set is the closure of `state`, resuming the walks of `kept` when they
+    /// were of the same rule.
+    fn new(
+        fsm: &'a GrammarFsm,
+        state: StateId,
+        context: &[StateId],
+        source: &'a PathSource<'a>,
+        kept: Option<KeptDfa>,
+    ) -> Self {
+        let own = fsm.rule_of(state);
+        let kept = kept.filter(|k| k.own == own && k.sets.len() <= KEPT_SETS);
+        let mut dfa = match kept {
+            Some(k) => LazyDfa {
+                closures: Closures::resume(fsm, own, &source.facts.followed, k.frames, k.frame_ids, k.memo),
+                source,
+                entry: state,
+                own,
+                start: 0,
+                tables: k.tables,
+                sets: k.sets,
+                in_region: k.in_region,
+                escapes: k.escapes,
+                predicted_first: None,
+                own_sets: k.own_sets,
+                ids: k.ids,
+                next: k.next,
+                targets: Vec::new(),
+                start_escapes: false,
+            },
+            None => LazyDfa {
+                closures: Closures::new(fsm, own, &source.facts.followed),
+                source,
+                entry: state,
+                own,
+                start: 0,
+                tables: FastMap::default(),
+                sets: Vec::new(),
+                in_region: Vec::new(),
+                escapes: Vec::new(),
+                predicted_first: None,
+                own_sets: FastMap::default(),
+                ids: FastMap::default(),
+                next: Vec::new(),
+                targets: Vec::new(),
+                start_escapes: false,
+            },
+        };
+        let first = dfa.closures.of((state, ROOT));
         let cut = first.cut;
         let mut start = first.items.to_vec();
         start.sort_unstable();
-        let mut dfa = LazyDfa {
-            closures,
-            source,
-            entry: state,
-            own: fsm.rule_of(state),
-            tables: FastMap::default(),
-            sets: Vec::new(),
-            in_region: Vec::new(),
-            escapes: Vec::new(),
-            predicted_first: None,
-            own_sets: FastMap::default(),
-            ids: FastMap::default(),
-            next: Vec::new(),
-            targets: Vec::new(),
-            start_escapes: false,
-        };
         // Without a context the rule's end is the isolated parser's, and an end before the
         // first byte is not counted (see `crate::cache`): before the first byte, only the
         // other reasons make the set escape.
@@ -330,8 +398,26 @@ impl<'a> LazyDfa<'a> {
             true => cut || start.iter().any(|it| dfa.predicts_unfollowed(it)),
             false => dfa.escapes_of(&start, cut),
         };
-        dfa.intern(start, cut);
+        dfa.start = dfa.intern(start, cut);
         dfa
+    }
+
+    /// What this DFA learned, for the next entry of its rule (see [`KeptDfa`]).
+    fn into_kept(self) -> KeptDfa {
+        let (frames, frame_ids, memo) = self.closures.into_parts();
+        KeptDfa {
+            own: self.own,
+            frames,
+            frame_ids,
+            memo,
+            tables: self.tables,
+            sets: self.sets,
+            in_region: self.in_region,
+            escapes: self.escapes,
+            own_sets: self.own_sets,
+            ids: self.ids,
+            next: self.next,
+        }
     }
 
     /// Whether the first set escapes before its first byte is read (see [`LazyDfa::new`]).
@@ -359,7 +445,7 @@ impl<'a> LazyDfa<'a> {
         if self.closures.own_counted.is_some() || self.escapes_at_start() || self.predicted_first().contains(b) {
             return None;
         }
-        let next = self.step(0, b);
+        let next = self.step(self.start, b);
         if next == DEAD || next == GIVE_UP {
             return None;
         }
@@ -382,7 +468,7 @@ impl<'a> LazyDfa<'a> {
     /// [`LazyDfa::own_item`] finds one.
     fn memo_key(&mut self, context: &[StateId], b: u8) -> Option<PathMemoKey> {
         let item = self.own_item(b)?;
-        let next = self.step(0, b);
+        let next = self.step(self.start, b);
         // Frames are numbered per walk: the key writes each item's return states out.
         let mut set = Vec::new();
         for &(s, f) in self.sets[next as usize].iter() {
@@ -431,8 +517,10 @@ impl<'a> LazyDfa<'a> {
         self.closures.fsm.rule_edges(s).iter().any(|e| self.closures.followed[e.rule.index()] == Follow::No)
     }
 
+    /// The id of `set`, a set with items left out when `cut` (the same items without a cut
+    /// are another set: it escapes on every byte, and a kept DFA may meet both).
     fn intern(&mut self, set: Vec<Item>, cut: bool) -> u32 {
-        if let Some(&id) = self.ids.get(&set[..]) {
+        if let Some(&id) = self.ids.get(&set[..]).map(|ids| &ids[cut as usize]).filter(|&&id| id != UNKNOWN) {
             return id;
         }
         if self.sets.len() == MAX_SETS {
@@ -458,7 +546,7 @@ impl<'a> LazyDfa<'a> {
         let escapes = self.escapes_of(&set, cut);
         self.escapes.push(escapes);
         let set = set.into_boxed_slice();
-        self.ids.insert(set.clone(), id);
+        self.ids.entry(set.clone()).or_insert([UNKNOWN; 2])[cut as usize] = id;
         self.sets.push(set);
         let mut row = [UNKNOWN; 256];
         // The sentinel lead byte is never text (see [`Sentinel`]): the parser walk never reads it.
@@ -539,6 +627,7 @@ const MAX_FRAME_DEPTH: u8 = 6;
 type Item = (StateId, FrameId);
 
 /// The closure of one item: the items the parser holds with it after the same bytes.
+#[derive(Debug)]
 struct Closure {
     items: Box<[Item]>,
     /// Whether items were left out (a frame too deep, a closure past [`MAX_SET`] items): the
@@ -563,7 +652,7 @@ struct Closures<'a> {
     own_counted: Option<crate::fsm::FsmRuleId>,
     /// Per frame (frame 0 is [`ROOT`]).
     frames: Vec<Frame>,
-    frame_ids: FastMap<(StateId, FrameId, Option<u32>), FrameId>,
+    frame_ids: FrameIds,
     memo: FastMap<Item, Closure>,
 }
 
@@ -581,18 +670,35 @@ struct Frame {
     count: Option<u32>,
 }
 
+/// The frames of a walk, by (return state, parent, count).
+type FrameIds = FastMap<(StateId, FrameId, Option<u32>), FrameId>;
+
 impl<'a> Closures<'a> {
-    fn new(fsm: &'a GrammarFsm, state: StateId, followed: &'a [Follow]) -> Self {
-        let own = fsm.rule_of(state);
+    /// The closures of the items of entries of rule `own`.
+    fn new(fsm: &'a GrammarFsm, own: FsmRuleId, followed: &'a [Follow]) -> Self {
+        // The root frame's return is never read (a completion there leaves the rule): the
+        // rule's start stands for it, the same for every entry of the rule.
+        let root = Frame { ret: fsm.rule(own).start, parent: ROOT, depth: 0, count: None };
+        Self::resume(fsm, own, followed, vec![root], FastMap::default(), FastMap::default())
+    }
+
+    /// The closures of the items of entries of rule `own`, with the frames and closures an
+    /// earlier walk of the rule found.
+    fn resume(
+        fsm: &'a GrammarFsm,
+        own: FsmRuleId,
+        followed: &'a [Follow],
+        frames: Vec<Frame>,
+        frame_ids: FrameIds,
+        memo: FastMap<Item, Closure>,
+    ) -> Self {
         let own_counted = matches!(fsm.rule(own).kind, RuleKind::Counted { .. }).then_some(own);
-        Closures {
-            fsm,
-            followed,
-            own_counted,
-            frames: vec![Frame { ret: state, parent: ROOT, depth: 0, count: None }],
-            frame_ids: FastMap::default(),
-            memo: FastMap::default(),
-        }
+        Closures { fsm, followed, own_counted, frames, frame_ids, memo }
+    }
+
+    /// The frames and closures found, for [`Closures::resume`].
+    fn into_parts(self) -> (Vec<Frame>, FrameIds, FastMap<Item, Closure>) {
+        (self.frames, self.frame_ids, self.memo)
     }
 
     /// Where item `(s, frame)` begins a new iteration of a counted rule (a state final for the
@@ -777,7 +883,13 @@ struct MemoTable {
     walks: FastMap<PathMemoKey, Arc<FirstByteWalk>>,
     /// The (own rule, context) pairs of the entries walked so far.
     seen: crate::util::hash::FastSet<(FsmRuleId, Box<[StateId]>)>,
+    /// The DFAs of the rules walked last, the latest first (see [`KeptDfa`]).
+    dfas: Vec<KeptDfa>,
 }
+
+/// The rules whose DFAs a grammar keeps: the entries of one rule come together (a key
+/// position, then its trie, as a key is written), so a few suffice.
+const KEPT_DFAS: usize = 2;
 
 impl PathMemo {
     fn table(&self) -> std::sync::MutexGuard<'_, MemoTable> {
@@ -789,9 +901,27 @@ impl PathMemo {
         !self.table().seen.insert((own, context.into()))
     }
 
-    /// Heap bytes used by the kept walks.
+    /// Heap bytes used by the kept walks and DFAs.
     pub(super) fn memory_usage(&self) -> usize {
-        self.table().walks.values().map(|w| w.memory_usage()).sum()
+        let table = self.table();
+        let walks: usize = table.walks.values().map(|w| w.memory_usage()).sum();
+        walks + table.dfas.iter().map(KeptDfa::memory_usage).sum::<usize>()
+    }
+
+    /// The kept DFA of rule `own`, taken out (an entry of the rule built at the same time on
+    /// another thread starts afresh).
+    fn take_dfa(&self, own: FsmRuleId) -> Option<KeptDfa> {
+        let mut table = self.table();
+        let i = table.dfas.iter().position(|d| d.own == own)?;
+        Some(table.dfas.remove(i))
+    }
+
+    /// Keeps `dfa` as the latest.
+    fn keep_dfa(&self, dfa: KeptDfa) {
+        let mut table = self.table();
+        table.dfas.retain(|d| d.own != dfa.own);
+        table.dfas.insert(0, dfa);
+        table.dfas.truncate(KEPT_DFAS);
     }
 }
 
@@ -807,7 +937,9 @@ pub(super) fn paths_base(
     memo: Option<&PathMemo>,
 ) -> BaseEntry {
     let mut first = FirstBytes::new(fsm, context, state);
-    let mut dfa = LazyDfa::new(fsm, state, context, source);
+    let kept = memo.and_then(|memo| memo.take_dfa(fsm.rule_of(state)));
+    let mut dfa = LazyDfa::new(fsm, state, context, source, kept);
+    let keeper = memo;
     // With a pool, walks are shared through it (across grammars, and within this one).
     let memo = memo.filter(|memo| source.pooled.is_none() && memo.seen_before(dfa.own, context));
     let mut walker = ListedWalker::new(fsm, context, state);
@@ -855,6 +987,9 @@ pub(super) fn paths_base(
     }
     if let Some(range) = unshared {
         total.walk(vocab, &mut dfa, &mut first, &mut walker, range);
+    }
+    if let Some(keeper) = keeper {
+        keeper.keep_dfa(dfa.into_kept());
     }
     let accepted = smallest_form_of_runs(vocab, &total.runs, total.runs_len, &total.parsed.accepted);
     total.parsed.into_base(accepted)
