@@ -323,9 +323,9 @@ pub(super) struct KeptDfa {
     next: Vec<[u32; 256]>,
 }
 
-/// A kept DFA with more sets than this is not resumed: the next entry starts afresh, so a rule
-/// whose entries meet ever new sets (a long trie of keys) keeps below [`MAX_SETS`] and about
-/// 1 MiB of transitions.
+/// A DFA with more sets than this is not kept: the next entry starts afresh, so a rule whose
+/// entries meet ever new sets (a long trie of keys) stays below [`MAX_SETS`], and a kept DFA
+/// holds at most about 1 MiB of transitions.
 const KEPT_SETS: usize = 1024;
 
 impl KeptDfa {
@@ -350,7 +350,7 @@ impl<'a> LazyDfa<'a> {
         kept: Option<KeptDfa>,
     ) -> Self {
         let own = fsm.rule_of(state);
-        let kept = kept.filter(|k| k.own == own && k.sets.len() <= KEPT_SETS);
+        let kept = kept.filter(|k| k.own == own);
         let mut dfa = match kept {
             Some(k) => LazyDfa {
                 closures: Closures::resume(fsm, own, &source.facts.followed, k.frames, k.frame_ids, k.memo),
@@ -916,10 +916,13 @@ impl PathMemo {
         Some(table.dfas.remove(i))
     }
 
-    /// Keeps `dfa` as the latest.
+    /// Keeps `dfa` as the latest, unless it grew past [`KEPT_SETS`].
     fn keep_dfa(&self, dfa: KeptDfa) {
         let mut table = self.table();
         table.dfas.retain(|d| d.own != dfa.own);
+        if dfa.sets.len() > KEPT_SETS {
+            return;
+        }
         table.dfas.insert(0, dfa);
         table.dfas.truncate(KEPT_DFAS);
     }

@@ -22,7 +22,8 @@
 //! `--repeat N` then builds the slowest entry N more times in a fresh cache of its grammar (no
 //! pool), the loop to run under a profiler; with `--profile-state S` instead, state `S` of
 //! that entry's grammar is walked along byte paths N times with the run's warm pool (a
-//! typical entry of a known structure).
+//! typical entry of a known structure), and with `--cold` the processor's caches are flushed
+//! (64 MiB written) before each walk, as a serving loop's other work leaves them.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -122,6 +123,7 @@ fn profile_state(
     vocab: &maskforge::Vocabulary,
     state: StateId,
     repeat: usize,
+    cold: bool,
 ) {
     use maskforge::cache::PathWalks;
     let (fsm, cache) = (grammar.fsm(), grammar.mask_cache());
@@ -130,14 +132,20 @@ fn profile_state(
     // One set of walks, as a grammar's cache has: its rule hashes and byte regions are the
     // grammar's, computed once; the first-byte walks come from the pool at every repeat.
     let walks = PathWalks::with_pool(fsm, vocab, std::sync::Arc::clone(pool));
-    let t = Instant::now();
+    let mut scratch = vec![0u8; if cold { 64 << 20 } else { 0 }];
+    let mut spent = std::time::Duration::ZERO;
     let mut built = 0;
-    for _ in 0..repeat {
+    for r in 0..repeat {
+        scratch.iter_mut().for_each(|x| *x = x.wrapping_add(r as u8));
+        let t = Instant::now();
         built += std::hint::black_box(walks.base(fsm, context, vocab, state)).is_some() as usize;
+        spent += t.elapsed();
     }
-    let us = t.elapsed().as_secs_f64() * 1e6 / repeat as f64;
+    std::hint::black_box(&scratch);
+    let us = spent.as_secs_f64() * 1e6 / repeat as f64;
+    let caches = if cold { "cold" } else { "warm" };
     println!(
-        "state {state} walked along byte paths {repeat} times with the warm pool ({built} built): {us:.0} us each"
+        "state {state} walked along byte paths {repeat} times with the warm pool, {caches} caches ({built} built): {us:.0} us each"
     );
 }
 
@@ -153,7 +161,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         if a.starts_with("--") {
-            skip = true;
+            // Every flag takes a value but `--cold`.
+            skip = a != "--cold";
             continue;
         }
         let p = std::path::Path::new(a);
@@ -292,7 +301,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("slowest entry (state {state}) rebuilt {repeat} times without a pool: {us:.0} us each");
     }
     if let (Some((_, grammar, ..)), Some(state)) = (&slowest, profiled) {
-        profile_state(&compiler, grammar, &vocab, StateId::new(args[state + 1].parse()?), repeat.max(1));
+        let (state, cold) = (StateId::new(args[state + 1].parse()?), args.iter().any(|a| a == "--cold"));
+        profile_state(&compiler, grammar, &vocab, state, repeat.max(1), cold);
     }
     fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
     for (total, max, file, slow) in fill_time.iter().take(10) {
