@@ -282,6 +282,8 @@ struct LazyDfa<'a> {
     own: FsmRuleId,
     /// The set of the entry's item (its closure).
     start: u32,
+    /// The most sets before the walk gives up: [`MAX_SETS`] more than a kept DFA held.
+    set_limit: usize,
     /// The tables of the regions met so far, by region.
     tables: FastMap<RegionId, Arc<RegionTable>>,
     sets: Vec<Box<[Item]>>,
@@ -323,9 +325,8 @@ pub(super) struct KeptDfa {
     next: Vec<[u32; 256]>,
 }
 
-/// A DFA with more sets than this is not kept: the next entry starts afresh, so a rule whose
-/// entries meet ever new sets (a long trie of keys) stays below [`MAX_SETS`], and a kept DFA
-/// holds at most about 1 MiB of transitions.
+/// A DFA with more sets than this is not kept: a kept DFA holds at most about 1 MiB of
+/// transitions (a walk that resumes it may add [`MAX_SETS`] more, as a fresh one would).
 const KEPT_SETS: usize = 1024;
 
 impl KeptDfa {
@@ -358,6 +359,7 @@ impl<'a> LazyDfa<'a> {
                 entry: state,
                 own,
                 start: 0,
+                set_limit: k.sets.len() + MAX_SETS,
                 tables: k.tables,
                 sets: k.sets,
                 in_region: k.in_region,
@@ -375,6 +377,7 @@ impl<'a> LazyDfa<'a> {
                 entry: state,
                 own,
                 start: 0,
+                set_limit: MAX_SETS,
                 tables: FastMap::default(),
                 sets: Vec::new(),
                 in_region: Vec::new(),
@@ -523,7 +526,7 @@ impl<'a> LazyDfa<'a> {
         if let Some(&id) = self.ids.get(&set[..]).map(|ids| &ids[cut as usize]).filter(|&&id| id != UNKNOWN) {
             return id;
         }
-        if self.sets.len() == MAX_SETS {
+        if self.sets.len() == self.set_limit {
             return GIVE_UP;
         }
         let id = self.sets.len() as u32;
