@@ -311,7 +311,7 @@ pub struct MaskCache {
     /// The first-byte walks entries of one rule share (see `byte_paths::PathMemoKey`).
     path_memo: byte_paths::PathMemo,
     /// Without a pool, the tables of the regions this grammar walked.
-    region_tables: std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<region::RegionTable>>>,
+    region_tables: RegionTables,
     /// The counted repetitions whose loop-backs are forced (see `counted.rs`), found on first use.
     forced: OnceLock<counted::ForcedRules>,
     /// Without a pool, the loop-back tables of this grammar's forced repetitions.
@@ -504,19 +504,9 @@ impl MaskCache {
         })
     }
 
-    /// The table of byte region `r` over the vocabulary (see `region.rs`): from the pool, or this
-    /// grammar's own map without one; built on first use.
+    /// The table of byte region `r` over the vocabulary (see `region.rs`).
     fn region_table(&self, vocab: &Vocabulary, r: &region::Region) -> Arc<region::RegionTable> {
-        let build = || region::RegionTable::new(vocab, r);
-        if let Some(sh) = &self.shared {
-            return sh.pool.region_table(r.key, build);
-        }
-        let found = self.region_tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&r.key).cloned();
-        found.unwrap_or_else(|| {
-            let table = Arc::new(build());
-            let mut tables = self.region_tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            Arc::clone(tables.entry(r.key).or_insert(table))
-        })
+        region_table_in(self.shared.as_ref(), &self.region_tables, vocab, r)
     }
 
     /// How the accepted tokens of an item of `slot`'s state near its repetition's upper bound
@@ -751,20 +741,23 @@ pub fn build_base_by_paths(
 pub struct PathWalks {
     facts: byte_paths::PathFacts,
     memo: byte_paths::PathMemo,
+    region_tables: RegionTables,
     shared: Option<Shared>,
 }
 
 impl PathWalks {
     /// The walks of `fsm`'s entries over `vocab`.
     pub fn new(fsm: &GrammarFsm, vocab: &Vocabulary) -> Self {
-        PathWalks { facts: byte_paths::PathFacts::new(fsm, vocab, None), memo: Default::default(), shared: None }
+        let facts = byte_paths::PathFacts::new(fsm, vocab, None);
+        PathWalks { facts, memo: Default::default(), region_tables: Default::default(), shared: None }
     }
 
     /// The walks of `fsm`'s entries over `vocab`, sharing first-byte walks and region tables
     /// through `pool` (with other grammars' walks) as [`MaskCache`] does with a pool.
     pub fn with_pool(fsm: &GrammarFsm, vocab: &Vocabulary, pool: Arc<MaskPool>) -> Self {
         let facts = byte_paths::PathFacts::new(fsm, vocab, Some(Arc::clone(&pool)));
-        PathWalks { facts, memo: Default::default(), shared: Some(Shared::new(fsm, pool)) }
+        let shared = Some(Shared::new(fsm, pool));
+        PathWalks { facts, memo: Default::default(), region_tables: Default::default(), shared }
     }
 
     /// The base entry of `state` in `context` (as [`build_base_by_paths`]), sharing first-byte
@@ -779,16 +772,35 @@ impl PathWalks {
         if !byte_paths::applies(fsm, state) {
             return None;
         }
-        // Region tables from the pool, as `MaskCache::region_table` has them.
-        let table = |r: &region::Region| {
-            let build = || region::RegionTable::new(vocab, r);
-            self.shared.as_ref().map_or_else(|| Arc::new(build()), |sh| sh.pool.region_table(r.key, build))
-        };
+        let table = |r: &region::Region| region_table_in(self.shared.as_ref(), &self.region_tables, vocab, r);
         let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
         let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
         let source = byte_paths::PathSource { facts: &self.facts, table: &table, pooled };
         Some(byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.memo)))
     }
+}
+
+/// A grammar's own tables of byte regions, by key, where it has no pool.
+type RegionTables = std::sync::Mutex<crate::util::hash::FastMap<u128, Arc<region::RegionTable>>>;
+
+/// The table of byte region `r` over the vocabulary (see `region.rs`): from the pool with
+/// `shared`, or the grammar's `own` map without; built on first use.
+fn region_table_in(
+    shared: Option<&Shared>,
+    own: &RegionTables,
+    vocab: &Vocabulary,
+    r: &region::Region,
+) -> Arc<region::RegionTable> {
+    let build = || region::RegionTable::new(vocab, r);
+    if let Some(sh) = shared {
+        return sh.pool.region_table(r.key, build);
+    }
+    let found = own.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&r.key).cloned();
+    found.unwrap_or_else(|| {
+        let table = Arc::new(build());
+        let mut tables = own.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(tables.entry(r.key).or_insert(table))
+    })
 }
 
 /// Per rule, the chain of single use sites (see [`MaskCache::certain_context`]).
