@@ -673,3 +673,35 @@ fn near_bound_items_with_different_counts() {
     }
     walk(&mut GrammarMatcher::new(&grammar), &mut Vec::new(), 3);
 }
+
+/// Strings with a `maxLength` (a counted repetition) in an object of many optional members the
+/// Earley parser serves: the checks of the tokens that close a string are kept by count class
+/// (`earley::Parser::configuration`), so fills early in a string share them, and near the
+/// maximum each count is its own key. Filled early and near the maximum, each fill equals the
+/// oracle (keys that ignored the maximum, or how far the checked tokens reach, fail here).
+#[test]
+fn earley_fills_in_a_max_length_string_equal_oracle() {
+    use crate::support::fixtures::vocab;
+    // Many optional members: the tokens closing a string may go on to any of them, so they
+    // are uncertain and checked at every fill.
+    let properties: serde_json::Map<String, serde_json::Value> = (0..40)
+        .map(|i| (format!("p{i}"), serde_json::json!({ "type": ["string", "null"], "maxLength": 64 })))
+        .collect();
+    let schema = serde_json::json!({ "type": "object", "properties": properties, "additionalProperties": false });
+    let v = vocab("llama3").clone();
+    let config = CompilerConfig::default().parser(maskforge::Parser::Earley);
+    let compiler = GrammarCompiler::new(v.clone(), config);
+    let grammar = compiler.compile_json_schema(&schema, &maskforge::JsonSchemaOptions::spec_compliant()).unwrap();
+    let x = (0..v.vocab_size() as u32).find(|&i| v.token_bytes(i) == b"x").expect("Llama 3 has a token `x`");
+    let mut m = GrammarMatcher::new(&grammar);
+    assert!(m.accept_string(r#"{"p0": ""#));
+    for count in 0..64 {
+        // Early counts (one class, kept verdicts) and the last ones (each its own key).
+        if count < 4 || count >= 56 {
+            assert_oracle_equal(&mut m, "maxLength 64").unwrap();
+        }
+        assert!(m.accept_token(x));
+    }
+    let full = assert_oracle_equal(&mut m, "maxLength 64").unwrap();
+    assert!(!full.allowed_ids().any(|id| id == x as usize), "a 65th character is refused");
+}
