@@ -67,9 +67,11 @@ impl Engine {
     /// [`Parser::configuration`]) and returns `true`; `false` for an Earley set of more than
     /// [`MAX_CONFIGURATION_ITEMS`] items. The keys name frame ids or chart positions, valid
     /// until a rollback or a compaction.
-    pub fn configuration(&self, out: &mut Vec<u32>, reach: u32) -> bool {
+    /// `reach` says how many bytes the checks read at most (the Earley parser's counts are
+    /// keyed by it); the PDA, which has no counts, does not ask.
+    pub fn configuration(&self, out: &mut Vec<u32>, reach: impl FnOnce() -> u32) -> bool {
         match self {
-            Engine::Earley(p) => p.configuration(out, MAX_CONFIGURATION_ITEMS, reach),
+            Engine::Earley(p) => p.configuration(out, MAX_CONFIGURATION_ITEMS, reach()),
             Engine::Pda(p) => {
                 p.configuration(out);
                 true
