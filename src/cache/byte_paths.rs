@@ -330,6 +330,26 @@ pub(super) struct KeptDfa {
 const KEPT_SETS: usize = 1024;
 
 impl KeptDfa {
+    /// Nothing learned yet about the walks of rule `own`.
+    fn fresh(fsm: &GrammarFsm, own: FsmRuleId) -> Self {
+        // The root frame's return is never read (a completion there leaves the rule): the
+        // rule's start stands for it, the same for every entry of the rule.
+        let root = Frame { ret: fsm.rule(own).start, parent: ROOT, depth: 0, count: None };
+        KeptDfa {
+            own,
+            frames: vec![root],
+            frame_ids: FastMap::default(),
+            memo: FastMap::default(),
+            tables: FastMap::default(),
+            sets: Vec::new(),
+            in_region: Vec::new(),
+            escapes: Vec::new(),
+            own_sets: FastMap::default(),
+            ids: FastMap::default(),
+            next: Vec::new(),
+        }
+    }
+
     /// Heap bytes used (about: the maps' own tables are not counted).
     fn memory_usage(&self) -> usize {
         let items: usize = self.sets.iter().map(|s| s.len()).sum();
@@ -351,44 +371,24 @@ impl<'a> LazyDfa<'a> {
         kept: Option<KeptDfa>,
     ) -> Self {
         let own = fsm.rule_of(state);
-        let kept = kept.filter(|k| k.own == own);
-        let mut dfa = match kept {
-            Some(k) => LazyDfa {
-                closures: Closures::resume(fsm, own, &source.facts.followed, k.frames, k.frame_ids, k.memo),
-                source,
-                entry: state,
-                own,
-                start: 0,
-                set_limit: k.sets.len() + MAX_SETS,
-                tables: k.tables,
-                sets: k.sets,
-                in_region: k.in_region,
-                escapes: k.escapes,
-                predicted_first: None,
-                own_sets: k.own_sets,
-                ids: k.ids,
-                next: k.next,
-                targets: Vec::new(),
-                start_escapes: false,
-            },
-            None => LazyDfa {
-                closures: Closures::new(fsm, own, &source.facts.followed),
-                source,
-                entry: state,
-                own,
-                start: 0,
-                set_limit: MAX_SETS,
-                tables: FastMap::default(),
-                sets: Vec::new(),
-                in_region: Vec::new(),
-                escapes: Vec::new(),
-                predicted_first: None,
-                own_sets: FastMap::default(),
-                ids: FastMap::default(),
-                next: Vec::new(),
-                targets: Vec::new(),
-                start_escapes: false,
-            },
+        let k = kept.filter(|k| k.own == own).unwrap_or_else(|| KeptDfa::fresh(fsm, own));
+        let mut dfa = LazyDfa {
+            closures: Closures::resume(fsm, own, &source.facts.followed, k.frames, k.frame_ids, k.memo),
+            source,
+            entry: state,
+            own,
+            start: 0,
+            set_limit: k.sets.len() + MAX_SETS,
+            tables: k.tables,
+            sets: k.sets,
+            in_region: k.in_region,
+            escapes: k.escapes,
+            predicted_first: None,
+            own_sets: k.own_sets,
+            ids: k.ids,
+            next: k.next,
+            targets: Vec::new(),
+            start_escapes: false,
         };
         let first = dfa.closures.of((state, ROOT));
         let cut = first.cut;
@@ -677,14 +677,6 @@ struct Frame {
 type FrameIds = FastMap<(StateId, FrameId, Option<u32>), FrameId>;
 
 impl<'a> Closures<'a> {
-    /// The closures of the items of entries of rule `own`.
-    fn new(fsm: &'a GrammarFsm, own: FsmRuleId, followed: &'a [Follow]) -> Self {
-        // The root frame's return is never read (a completion there leaves the rule): the
-        // rule's start stands for it, the same for every entry of the rule.
-        let root = Frame { ret: fsm.rule(own).start, parent: ROOT, depth: 0, count: None };
-        Self::resume(fsm, own, followed, vec![root], FastMap::default(), FastMap::default())
-    }
-
     /// The closures of the items of entries of rule `own`, with the frames and closures an
     /// earlier walk of the rule found.
     fn resume(
