@@ -274,24 +274,13 @@ impl Parser {
         out.push(CONFIGURATION_TAG);
         for it in items {
             let origin = if it.origin == current { CURRENT_ORIGIN } else { it.origin };
-            let count = match self.kind_of(it) {
+            let count = match self.chart.kind_of(&self.fsm, it) {
                 RuleKind::Plain => it.count,
                 RuleKind::Counted { min, max } => keyed_count(it.count, min, max, reach),
             };
             out.extend([it.state.as_u32(), origin, count]);
         }
         true
-    }
-
-    /// The kind of the rule of `it` as this parser treats it: the repetition of an isolated
-    /// parser's start item is unbounded (its real count is unknown here).
-    fn kind_of(&self, it: &Item) -> RuleKind {
-        match self.fsm.rule(self.fsm.rule_of(it.state)).kind {
-            RuleKind::Counted { .. } if self.chart.isolated && it.origin == 0 => {
-                RuleKind::Counted { min: 0, max: u32::MAX }
-            }
-            kind => kind,
-        }
     }
 
     /// Consumes one byte. Returns `false`, leaving the state unchanged, when no item can read it
@@ -390,6 +379,15 @@ impl Parser {
 }
 
 impl Chart {
+    /// The kind of the rule of `it` as this chart treats it: out of context (an isolated
+    /// parser), the count of the start item's repetition is unknown, so it is unbounded.
+    fn kind_of(&self, fsm: &GrammarFsm, it: &Item) -> RuleKind {
+        match fsm.rule(fsm.rule_of(it.state)).kind {
+            RuleKind::Counted { .. } if self.isolated && it.origin == 0 => RuleKind::Counted { min: 0, max: u32::MAX },
+            kind => kind,
+        }
+    }
+
     /// Counts `n` visits; `false` once over a limit, the state size checked when due.
     #[inline]
     fn charge(&mut self, n: u64) -> bool {
@@ -430,13 +428,7 @@ impl Chart {
             i += 1;
             let rule = fsm.rule_of(it.state);
             let info = fsm.rule(rule);
-            let kind = match info.kind {
-                // Out of context, the count of the start item's repetition is unknown.
-                RuleKind::Counted { .. } if self.isolated && it.origin == 0 => {
-                    RuleKind::Counted { min: 0, max: u32::MAX }
-                }
-                kind => kind,
-            };
+            let kind = self.kind_of(fsm, &it);
             let is_final = match kind {
                 RuleKind::Plain => fsm.is_final(it.state),
                 RuleKind::Counted { min, .. } if it.state == info.start => it.count >= min,

@@ -67,6 +67,7 @@ impl Engine {
     /// [`Parser::configuration`]) and returns `true`; `false` for an Earley set of more than
     /// [`MAX_CONFIGURATION_ITEMS`] items. The keys name frame ids or chart positions, valid
     /// until a rollback or a compaction.
+    ///
     /// `reach` says how many bytes the checks read at most (the Earley parser's counts are
     /// keyed by it); the PDA, which has no counts, does not ask.
     pub fn configuration(&self, out: &mut Vec<u32>, reach: impl FnOnce() -> u32) -> bool {

@@ -121,9 +121,9 @@ fn check_uncertain(parser: &mut Engine, grammar: &CompiledGrammar, scratch: &mut
     // new configuration cost toolbench's tail more than their rare repeats saved.
     // The most bytes a check reads (the Earley parser keys counts by it).
     let check = &scratch.check;
-    let reach = || check.iter().map(|&pos| grammar.vocabulary().sorted_token_bytes(pos as usize).len()).max();
-    let keyed = check.len() <= MAX_KEPT_CHECKS
-        && parser.configuration(&mut scratch.configuration, || reach().unwrap_or(0) as u32);
+    let reach =
+        || check.iter().map(|&pos| grammar.vocabulary().sorted_token_bytes(pos as usize).len()).max().unwrap_or(0);
+    let keyed = check.len() <= MAX_KEPT_CHECKS && parser.configuration(&mut scratch.configuration, || reach() as u32);
     if keyed {
         if let Some(allowed) = scratch.verdicts.find(&scratch.configuration, &scratch.check) {
             set_ids(out, allowed);
