@@ -53,7 +53,8 @@ pub struct FsmLimits {
     pub max_inline_states: usize,
     /// ... and when the copies inlining makes, `(uses - 1) × size`, add at most this many
     /// states (a rule referenced from many places, like the members of an any-order object,
-    /// stays a rule). Default 256.
+    /// stays a rule), four times as many in a grammar of at most 512 states before inlining
+    /// (the builtin JSON grammar). Default 256.
     pub max_inline_duplication: usize,
     /// How many nested rules deep inlining goes. Default 4.
     pub max_inline_depth: usize,
@@ -710,6 +711,7 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
     let (refs, uses) = references_and_uses(grammar, limits);
     let comp = strongly_connected_components(n, |r| refs.of(r).iter().map(|&x| x as usize));
     let keep = keeps_boundary(grammar, &refs, &comp);
+    let duplication = duplication_limit(grammar, limits);
     // Components are numbered so that successors come first.
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&r| comp[r]);
@@ -730,11 +732,30 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
                 && !keep[r]
                 && grammar.rules()[r].attrs.is_empty()
                 && size <= limits.max_inline_states
-                && uses[r].saturating_sub(1).saturating_mul(size) <= limits.max_inline_duplication;
+                && uses[r].saturating_sub(1).saturating_mul(size) <= duplication;
         }
         i = j;
     }
     (full_size, inlinable)
+}
+
+/// A grammar whose rules hold at most this many states in all (before inlining) is small.
+const SMALL_GRAMMAR_STATES: usize = 512;
+
+/// The most states inlining may copy in `grammar`: [`FsmLimits::max_inline_duplication`], four
+/// times that for a small grammar. A small grammar's automaton stays small with every copy,
+/// and each copy of a rule knows what follows it: in the builtin JSON grammar, a string in an
+/// object's value is followed by `,` or `}`, not by anything a value may be followed by, so its
+/// cache entry leaves far fewer tokens to check at every new nesting (warm mask p99 halved).
+fn duplication_limit(grammar: &Grammar, limits: &FsmLimits) -> usize {
+    let n = grammar.rules().len();
+    let (unit, plain) = (vec![1usize; n], vec![false; n]);
+    let states =
+        grammar.rules().iter().fold(0usize, |total, r| total.saturating_add(sized(&r.body, &unit, &plain, limits)));
+    match states <= SMALL_GRAMMAR_STATES {
+        true => limits.max_inline_duplication.saturating_mul(4),
+        false => limits.max_inline_duplication,
+    }
 }
 
 /// The estimated states `e` adds when references to inlinable rules are expanded to their
@@ -1049,6 +1070,32 @@ mod tests {
                 assert_eq!(accepts(&fsm, &word), inside, "{p} {ch:?}");
             }
         }
+    }
+
+    /// A rule used four times, of 101 states: its three copies (303 states) pass the
+    /// duplication limit of a small grammar only.
+    #[test]
+    fn small_grammars_may_copy_more_when_inlining() {
+        let plan = |filler_len: usize| {
+            let mut b = GrammarBuilder::new();
+            let (root, one, filler) = (b.rule("root"), b.rule("one"), b.rule("filler"));
+            let mut uses = vec![Expr::Rule(RuleId::new(1)); 4];
+            uses.push(Expr::Rule(RuleId::new(2)));
+            b.define(root, Expr::Seq(uses), None).expect("defined once");
+            b.define(one, Expr::literal("x".repeat(101)), None).expect("defined once");
+            b.define(filler, Expr::literal("y".repeat(filler_len)), None).expect("defined once");
+            let grammar = b.build("root").expect("a valid grammar");
+            inline_plan(&grammar, &FsmLimits::default()).1
+        };
+        assert!(plan(1)[1], "a grammar of about 100 states copies the rule");
+        assert!(!plan(600)[1], "a grammar of about 700 states keeps it a rule");
+        let limits = FsmLimits { max_inline_duplication: 0, ..FsmLimits::default() };
+        let mut b = GrammarBuilder::new();
+        let (root, one) = (b.rule("root"), b.rule("one"));
+        b.define(root, Expr::Seq(vec![Expr::Rule(RuleId::new(1)); 2]), None).expect("defined once");
+        b.define(one, Expr::literal("ab"), None).expect("defined once");
+        let grammar = b.build("root").expect("a valid grammar");
+        assert!(!inline_plan(&grammar, &limits).1[1], "no copies allowed stays no copies in a small grammar");
     }
 
     #[test]
