@@ -129,6 +129,12 @@ fn ascending_below(ids: impl Iterator<Item = u32>, bound: usize) -> bool {
     })
 }
 
+/// The most bytes of dense forms a precompute builds with its entries (see
+/// [`MaskCache::precompute_until`]): all of them for the builtin JSON grammar (115 entries, at
+/// most 2.9 MB at 200k tokens), a bounded part for a large schema's thousands of entries, whose
+/// others are built on first use.
+const PRECOMPUTED_DENSE_BYTES: usize = 8 << 20;
+
 /// When cache entries are built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MaskCacheMode {
@@ -400,6 +406,22 @@ impl MaskCache {
         (entry, words)
     }
 
+    /// Builds the dense form of `state`'s entry (see [`MaskCache::entry_with_dense`]); the bytes
+    /// it holds (0 when the entry keeps its own form, or had one built before).
+    fn build_dense(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, state: StateId) -> usize {
+        let slot = self.slot_of(fsm, state, false);
+        let mut built = 0;
+        let entry = self.entry_in_slot(fsm, vocab, slot);
+        if !matches!(entry.accepted, AdaptiveTokenMask::Bitset(_)) {
+            self.dense[slot.index()].get_or_init(|| {
+                let words = dense::dense_accepted(entry, vocab);
+                built = words.as_ref().map_or(0, |w| w.len() * 4);
+                words
+            });
+        }
+        built
+    }
+
     /// The memo slot of `state`: an item below its repetition's minimum uses the entry without
     /// context, unless the state has no certain context anyway (then both are the same entry).
     fn slot_of(&self, fsm: &GrammarFsm, state: StateId, below_min: bool) -> EntrySlot {
@@ -598,6 +620,8 @@ impl MaskCache {
     /// Builds the entries of `states` now, in parallel and roughly in the given order (most
     /// expensive first, as the compiler sorts them), starting no new entry after `deadline`:
     /// the rest are built on first use. Returns how many were built (or found in the pool).
+    /// The entries' dense forms (see `dense.rs`) are built too, up to
+    /// [`PRECOMPUTED_DENSE_BYTES`]: else the first warm fill meeting an entry would build it.
     pub fn precompute_until(
         &self,
         fsm: &Arc<GrammarFsm>,
@@ -606,6 +630,7 @@ impl MaskCache {
         deadline: Option<Instant>,
     ) -> usize {
         let done = AtomicUsize::new(0);
+        let dense_bytes = AtomicUsize::new(0);
         // The compile's deadline and cancellation token, if any, stop the precompute too; the
         // jobs take the watch along (it is per thread). The section runs detached: a thread
         // waiting here may run another compile's job, which must not see this watch.
@@ -620,6 +645,9 @@ impl MaskCache {
                     return;
                 }
                 self.entry(fsm, vocab, s, false);
+                if dense_bytes.load(Ordering::Relaxed) < PRECOMPUTED_DENSE_BYTES {
+                    dense_bytes.fetch_add(self.build_dense(fsm, vocab, s), Ordering::Relaxed);
+                }
                 done.fetch_add(1, Ordering::Relaxed);
             });
         });
@@ -674,9 +702,14 @@ impl MaskCache {
             + memory_of(&self.loop_counts, |t| t.memory_usage())
             + memory_of(&self.loop_bounds, |b| b.memory_usage())
             + memory_of(&self.region_tables, |t| t.memory_usage())
-            + self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum::<usize>()
+            + self.dense_bytes()
             + self.follow_automaton.get().map_or(0, |f| f.memory_usage())
             + self.verdicts.memory_usage()
+    }
+
+    /// Heap bytes of the dense forms built so far (see `dense.rs`).
+    pub(crate) fn dense_bytes(&self) -> usize {
+        self.dense.iter().filter_map(|d| d.get()?.as_ref()).map(|w| w.len() * 4).sum()
     }
 
     /// The uncertain tokens' verdicts kept by configuration, shared by the grammar's matchers.
