@@ -1,5 +1,7 @@
 //! Layer 0: small data structures that know nothing of grammars or tokens.
 //!
+//! * [`background_drop`] frees large values (evicted compiled grammars) on a thread of its
+//!   own, so that no compile pays for freeing another grammar.
 //! * [`bounded_cache`] is the least-recently-used map, bounded by a total weight, under every
 //!   cache of the engine.
 //! * [`budget`] counts the work of one matcher call against its limit (per-step bound).
@@ -19,6 +21,7 @@
 //! * [`sentinel`] gives every token id a byte string no text can produce, so grammar elements
 //!   that name a token by id (`Token(...)`) are byte-level too.
 
+pub mod background_drop;
 pub mod bitset;
 pub mod bounded_cache;
 pub mod budget;
