@@ -749,13 +749,19 @@ const SMALL_GRAMMAR_STATES: usize = 512;
 /// cache entry leaves far fewer tokens to check at every new nesting (warm mask p99 halved).
 fn duplication_limit(grammar: &Grammar, limits: &FsmLimits) -> usize {
     let n = grammar.rules().len();
-    let (unit, plain) = (vec![1usize; n], vec![false; n]);
-    let states =
-        grammar.rules().iter().fold(0usize, |total, r| total.saturating_add(sized(&r.body, &unit, &plain, limits)));
-    match states <= SMALL_GRAMMAR_STATES {
-        true => limits.max_inline_duplication.saturating_mul(4),
-        false => limits.max_inline_duplication,
+    // Every rule is a state at least: a large grammar is told apart before anything is sized.
+    if n > SMALL_GRAMMAR_STATES {
+        return limits.max_inline_duplication;
     }
+    let (unit, plain) = (vec![1usize; n], vec![false; n]);
+    let mut states = 0usize;
+    for r in grammar.rules() {
+        states = states.saturating_add(sized(&r.body, &unit, &plain, limits));
+        if states > SMALL_GRAMMAR_STATES {
+            return limits.max_inline_duplication;
+        }
+    }
+    limits.max_inline_duplication.saturating_mul(4)
 }
 
 /// The estimated states `e` adds when references to inlinable rules are expanded to their
