@@ -511,8 +511,8 @@ impl Builder<'_> {
             Expr::Repeat(rep) => {
                 let copies = rep.max.unwrap_or(rep.min);
                 // The body's size is only walked for repetitions short enough to expand.
-                let expand = copies <= self.limits.max_expanded_repeat
-                    && self.sized(&rep.expr).saturating_mul(copies.max(1) as usize) <= self.limits.max_expanded_states;
+                let per_copy = self.limits.max_expanded_states / copies.max(1) as usize;
+                let expand = copies <= self.limits.max_expanded_repeat && self.sized(&rep.expr, per_copy) <= per_copy;
                 if expand {
                     self.expand_repeat(nfa, &rep.expr, rep.min, rep.max, from, to)
                 } else if rep.max == Some(1) {
@@ -581,9 +581,10 @@ impl Builder<'_> {
         }
     }
 
-    /// The estimated states `e` adds once its inlinable references are expanded.
-    fn sized(&self, e: &Expr) -> usize {
-        sized(e, &self.full_size, &self.inlinable, self.limits)
+    /// The estimated states `e` adds once its inlinable references are expanded, or `cap + 1`
+    /// when more than `cap`.
+    fn sized(&self, e: &Expr, cap: usize) -> usize {
+        sized(e, &self.full_size, &self.inlinable, self.limits, cap)
     }
 
     /// A new counted rule for `e{min,max}`. Each occurrence gets its own rule (no sharing), so
@@ -723,7 +724,8 @@ fn inline_plan(grammar: &Grammar, limits: &FsmLimits) -> (Vec<usize>, Vec<bool>)
         let j = i + order[i..].iter().take_while(|&&r| comp[r] == c).count();
         // Members of one component see each other as plain references (not yet inlinable).
         for &r in &order[i..j] {
-            full_size[r] = sized(&grammar.rules()[r].body, &full_size, &inlinable, limits);
+            // Sizes past the inlining bound decide nothing (only inlinable rules' are read).
+            full_size[r] = sized(&grammar.rules()[r].body, &full_size, &inlinable, limits, limits.max_inline_states);
         }
         for &r in &order[i..j] {
             let size = full_size[r];
@@ -756,7 +758,7 @@ fn duplication_limit(grammar: &Grammar, limits: &FsmLimits) -> usize {
     let (unit, plain) = (vec![1usize; n], vec![false; n]);
     let mut states = 0usize;
     for r in grammar.rules() {
-        states = states.saturating_add(sized(&r.body, &unit, &plain, limits));
+        states = states.saturating_add(sized(&r.body, &unit, &plain, limits, SMALL_GRAMMAR_STATES - states));
         if states > SMALL_GRAMMAR_STATES {
             return limits.max_inline_duplication;
         }
@@ -765,25 +767,36 @@ fn duplication_limit(grammar: &Grammar, limits: &FsmLimits) -> usize {
 }
 
 /// The estimated states `e` adds when references to inlinable rules are expanded to their
-/// `full_size` (saturating).
-fn sized(e: &Expr, full_size: &[usize], inlinable: &[bool], limits: &FsmLimits) -> usize {
+/// `full_size`, or `cap + 1` when that is more than `cap`: the walk stops there (every decision
+/// compares a size with a bound, and a large rule's body need not be walked past it).
+fn sized(e: &Expr, full_size: &[usize], inlinable: &[bool], limits: &FsmLimits, cap: usize) -> usize {
+    let over = cap.saturating_add(1);
     match e {
-        Expr::Rule(r) if inlinable[r.index()] => full_size[r.index()],
+        Expr::Rule(r) if inlinable[r.index()] => full_size[r.index()].min(over),
         Expr::Seq(v) | Expr::Choice(v) => {
-            v.iter().map(|x| sized(x, full_size, inlinable, limits)).fold(1usize, |a, b| a.saturating_add(b))
+            let mut total = 1usize;
+            for x in v {
+                if total > cap {
+                    return over;
+                }
+                total = total.saturating_add(sized(x, full_size, inlinable, limits, cap - total));
+            }
+            total.min(over)
         }
         Expr::Repeat(r) => {
             let copies = r.max.unwrap_or(r.min).max(1) as usize;
-            let body = sized(&r.expr, full_size, inlinable, limits);
-            let expanded = body.saturating_mul(copies.min(1 << 20));
             // Large repetitions become counted rules: a reference here (see `Builder::expr`).
-            if copies > limits.max_expanded_repeat as usize || expanded > limits.max_expanded_states {
-                2
-            } else {
-                expanded.saturating_add(2)
+            if copies > limits.max_expanded_repeat as usize {
+                return 2.min(over);
+            }
+            let per_copy = limits.max_expanded_states / copies;
+            let body = sized(&r.expr, full_size, inlinable, limits, per_copy);
+            match body > per_copy {
+                true => 2.min(over),
+                false => (body * copies).saturating_add(2).min(over),
             }
         }
-        _ => estimate_states(e),
+        _ => estimate_states(e).min(over),
     }
 }
 
@@ -1078,6 +1091,27 @@ mod tests {
         }
     }
 
+    /// The size the capped walk must agree with: every node walked, as the inlining plan sized
+    /// rules before the cap.
+    fn uncapped_size(e: &Expr, full_size: &[usize], inlinable: &[bool], limits: &FsmLimits) -> usize {
+        match e {
+            Expr::Rule(r) if inlinable[r.index()] => full_size[r.index()],
+            Expr::Seq(v) | Expr::Choice(v) => v
+                .iter()
+                .map(|x| uncapped_size(x, full_size, inlinable, limits))
+                .fold(1usize, |a, b| a.saturating_add(b)),
+            Expr::Repeat(r) => {
+                let copies = r.max.unwrap_or(r.min).max(1) as usize;
+                let expanded = uncapped_size(&r.expr, full_size, inlinable, limits).saturating_mul(copies);
+                match copies > limits.max_expanded_repeat as usize || expanded > limits.max_expanded_states {
+                    true => 2,
+                    false => expanded + 2,
+                }
+            }
+            _ => estimate_states(e),
+        }
+    }
+
     /// A rule used four times, of 101 states: its three copies (303 states) pass the
     /// duplication limit of a small grammar only.
     #[test]
@@ -1119,6 +1153,17 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// A capped size is the full size, or `cap + 1` when that is larger: stopping the walk
+        /// at the cap changes no decision.
+        #[test]
+        fn a_capped_size_is_the_size_up_to_the_cap(e in body(), cap in 0usize..40, one_inlined in any::<bool>()) {
+            let limits = FsmLimits { max_expanded_states: 24, ..FsmLimits::default() };
+            let (full_size, inlinable) = (vec![1, 7], vec![false, one_inlined]);
+            let full = uncapped_size(&e, &full_size, &inlinable, &limits);
+            prop_assert_eq!(sized(&e, &full_size, &inlinable, &limits, usize::MAX - 1), full);
+            prop_assert_eq!(sized(&e, &full_size, &inlinable, &limits, cap), full.min(cap + 1));
+        }
 
         /// The construction (choices sharing their start and end states, stars looping on one
         /// hub, repetitions without a fresh state per copy) and the passes after it accept
