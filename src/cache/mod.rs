@@ -406,22 +406,6 @@ impl MaskCache {
         (entry, words)
     }
 
-    /// Builds the dense form of `state`'s entry (see [`MaskCache::entry_with_dense`]); the bytes
-    /// it holds (0 when the entry keeps its own form, or had one built before).
-    fn build_dense(&self, fsm: &Arc<GrammarFsm>, vocab: &Vocabulary, state: StateId) -> usize {
-        let slot = self.slot_of(fsm, state, false);
-        let mut built = 0;
-        let entry = self.entry_in_slot(fsm, vocab, slot);
-        if !matches!(entry.accepted, AdaptiveTokenMask::Bitset(_)) {
-            self.dense[slot.index()].get_or_init(|| {
-                let words = dense::dense_accepted(entry, vocab);
-                built = words.as_ref().map_or(0, |w| w.len() * 4);
-                words
-            });
-        }
-        built
-    }
-
     /// The memo slot of `state`: an item below its repetition's minimum uses the entry without
     /// context, unless the state has no certain context anyway (then both are the same entry).
     fn slot_of(&self, fsm: &GrammarFsm, state: StateId, below_min: bool) -> EntrySlot {
@@ -644,9 +628,16 @@ impl MaskCache {
                 {
                     return;
                 }
-                self.entry(fsm, vocab, s, false);
                 if dense_bytes.load(Ordering::Relaxed) < PRECOMPUTED_DENSE_BYTES {
-                    dense_bytes.fetch_add(self.build_dense(fsm, vocab, s), Ordering::Relaxed);
+                    let (entry, words) = self.entry_with_dense(fsm, vocab, s, false);
+                    // (A bitset entry is its own dense form: nothing was built.)
+                    let built = match entry.accepted {
+                        AdaptiveTokenMask::Bitset(_) => 0,
+                        _ => words.map_or(0, |w| w.len() * 4),
+                    };
+                    dense_bytes.fetch_add(built, Ordering::Relaxed);
+                } else {
+                    self.entry(fsm, vocab, s, false);
                 }
                 done.fetch_add(1, Ordering::Relaxed);
             });

@@ -117,13 +117,13 @@ pub fn fill_cached_mask(parser: &mut Engine, grammar: &CompiledGrammar, scratch:
 /// them with the parser (then kept in both; see `verdicts.rs` and `cache/verdicts.rs`).
 fn check_uncertain(parser: &mut Engine, grammar: &CompiledGrammar, scratch: &mut MaskScratch, out: &mut [u32]) {
     let (cache, ids) = (grammar.mask_cache(), grammar.vocabulary().sorted_token_ids());
-    // Long check lists (free text, thousands of tokens) are not kept: copying them at every
-    // new configuration cost toolbench's tail more than their rare repeats saved.
     // The most bytes a check reads (the Earley parser keys counts by it).
     let check = &scratch.check;
-    let reach =
-        || check.iter().map(|&pos| grammar.vocabulary().sorted_token_bytes(pos as usize).len()).max().unwrap_or(0);
-    let keyed = check.len() <= MAX_KEPT_CHECKS && parser.configuration(&mut scratch.configuration, || reach() as u32);
+    let vocab = grammar.vocabulary();
+    let reach = || check.iter().map(|&pos| vocab.sorted_token_bytes(pos as usize).len() as u32).max().unwrap_or(0);
+    // Long check lists (free text, thousands of tokens) are not kept: copying them at every
+    // new configuration cost toolbench's tail more than their rare repeats saved.
+    let keyed = check.len() <= MAX_KEPT_CHECKS && parser.configuration(&mut scratch.configuration, reach);
     if keyed {
         if let Some(allowed) = scratch.verdicts.find(&scratch.configuration, &scratch.check) {
             set_ids(out, allowed);
