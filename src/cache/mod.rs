@@ -41,6 +41,7 @@ mod byte_paths;
 pub(crate) mod counted;
 mod dense;
 mod dispatch;
+mod every_caller;
 mod expansion;
 mod lexical_loop;
 pub mod pool;
@@ -57,7 +58,6 @@ pub use base::{BaseAccepted, BaseEntry};
 pub use build::{build_base, build_entry};
 pub use pool::{Lookup, MaskPool, PoolStats};
 
-use crate::fsm::follow::FollowAutomaton;
 use crate::fsm::hash::{hash_rules, FsmHashes};
 use crate::fsm::{lookahead::follow_sets, FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
@@ -301,8 +301,8 @@ pub struct MaskCache {
     follow: Vec<ByteSet>,
     /// Per rule, the parents every occurrence of the rule has (see [`MaskCache::certain_context`]).
     contexts: Vec<Box<[StateId]>>,
-    /// What may follow each rule, for context expansion (`expansion.rs`), built on first use.
-    follow_automaton: OnceLock<FollowAutomaton>,
+    /// Context expansion (`expansion.rs`), built on first use.
+    expander: OnceLock<expansion::Expander>,
     shared: Option<Shared>,
     /// Per `TagDispatch` rule, the tokens its start state reads as free text (see
     /// `dispatch.rs`), computed on first use.
@@ -343,7 +343,7 @@ impl MaskCache {
             dense: (0..EntrySlot::count(fsm.state_len())).map(|_| OnceLock::new()).collect(),
             follow: follow_sets(fsm),
             contexts: certain_contexts(fsm),
-            follow_automaton: OnceLock::new(),
+            expander: OnceLock::new(),
             shared: pool.map(|pool| Shared::new(fsm, pool)),
             free_text: fsm.dispatch_rules().map(|r| (r, OnceLock::new())).collect(),
             loops: OnceLock::new(),
@@ -447,8 +447,8 @@ impl MaskCache {
             let e = match free_text {
                 Some(_) => e,
                 None => {
-                    let automaton = self.follow_automaton.get_or_init(|| FollowAutomaton::new(fsm));
-                    expansion::expand(&e, fsm, automaton, context, vocab, state).map_or(e, Arc::new)
+                    let expander = self.expander.get_or_init(|| expansion::Expander::new(fsm));
+                    expander.expand(&e, fsm, context, vocab, state).map_or(e, Arc::new)
                 }
             };
             self.origins[origin].fetch_add(1, Ordering::Relaxed);
@@ -694,7 +694,7 @@ impl MaskCache {
             + memory_of(&self.loop_bounds, |b| b.memory_usage())
             + memory_of(&self.region_tables, |t| t.memory_usage())
             + self.dense_bytes()
-            + self.follow_automaton.get().map_or(0, |f| f.memory_usage())
+            + self.expander.get().map_or(0, |x| x.memory_usage())
             + self.verdicts.memory_usage()
     }
 

@@ -142,6 +142,12 @@ impl FollowAutomaton {
         sets.next.len() * std::mem::size_of::<[u32; 256]>() + sets.stored * 2 * std::mem::size_of::<StateId>()
     }
 
+    /// The return states of the rule edges that call `rule` (sorted, without repeats): where
+    /// its callers continue once it has ended.
+    pub fn returns(&self, rule: FsmRuleId) -> &[StateId] {
+        &self.returns[rule.index()]
+    }
+
     /// Whether the closure of the states reached once `rule` has ended is small enough to
     /// read from: when it is not, every reading after `rule` answers "maybe".
     pub fn can_read_after(&self, fsm: &GrammarFsm, rule: FsmRuleId) -> bool {
