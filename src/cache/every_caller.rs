@@ -140,11 +140,15 @@ impl<'e> EveryCaller<'e> {
         state: StateId,
         rule: FsmRuleId,
     ) -> Option<Self> {
-        let plain = |s: StateId| matches!(fsm.rule(fsm.rule_of(s)).kind, RuleKind::Plain);
+        let kind = |s: StateId| fsm.rule(fsm.rule_of(s)).kind;
+        let plain = |s: StateId| matches!(kind(s), RuleKind::Plain);
+        // A repetition without a minimum may end at any count; its loop-backs within the
+        // token's prefix are bounded at run time as for every accepted token (`counted.rs`).
+        let may_end = matches!(kind(state), RuleKind::Plain | RuleKind::Counted { min: 0, .. });
         let applies = rule != fsm.root()
             && !returns.is_empty()
             && returns.len() <= MAX_CALLERS
-            && plain(state)
+            && may_end
             && returns.iter().all(|&r| plain(r));
         applies.then(|| {
             let callers = returns.iter().map(|&state| CallerParser { state, parser: None, held: Vec::new() }).collect();

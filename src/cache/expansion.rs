@@ -168,7 +168,7 @@ fn merged(list: &[TokenId], mut more: Vec<TokenId>) -> Box<[TokenId]> {
 mod tests {
     use super::*;
     use crate::cache::MaskCache;
-    use crate::fsm::{build_grammar_fsm, FsmLimits, FsmRuleId};
+    use crate::fsm::{build_grammar_fsm, FsmLimits, FsmRuleId, RuleKind};
     use crate::tokenizer::VocabularyBuilder;
 
     #[test]
@@ -260,5 +260,34 @@ mod tests {
             &["c", "cx"],
         );
         assert_eq!(split(&entry, &vocab), (vec!["c".to_string()], vec!["cx".to_string()]));
+    }
+
+    #[test]
+    fn a_repetition_ends_where_its_count_allows() {
+        // `[c]{0,4}` may end at any count: `cx` is read by both callers after one `c`. At
+        // `[c]{2,4}` the item's count decides whether `c` may end it: `cx` stays uncertain.
+        let grammar = |min: u32| {
+            format!(
+                r#"root ::= "<" item "x>" | "(" item "x)"
+                item ::= [c]{{{min},4}}"#
+            )
+        };
+        let rules = |grammar: &str| {
+            let g = crate::parse_ebnf(grammar, "root").unwrap();
+            let limits = FsmLimits { max_inline_states: 0, max_expanded_repeat: 0, ..FsmLimits::default() };
+            build_grammar_fsm(&g, &limits).unwrap().rules().iter().map(|r| (r.name.clone(), r.kind)).collect::<Vec<_>>()
+        };
+        let counted = |min: u32| {
+            let names = rules(&grammar(min));
+            names.into_iter().find(|(_, kind)| matches!(kind, RuleKind::Counted { .. })).unwrap().0
+        };
+        for (min, accepted, uncertain) in [(0, vec!["c", "cx"], vec![]), (2, vec!["c"], vec!["cx"])] {
+            let (entry, vocab) = start_entry(&grammar(min), &counted(min), &["c", "cx"]);
+            assert_eq!(
+                split(&entry, &vocab),
+                (accepted.into_iter().map(String::from).collect(), uncertain.into_iter().map(String::from).collect()),
+                "min {min}"
+            );
+        }
     }
 }
