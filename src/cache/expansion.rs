@@ -107,18 +107,21 @@ impl Expander {
                 // The lengths after which the rule can end: the rest must follow the rule.
                 let ends = (1..=held).filter(|&j| parser.is_accepting_at(base + j));
                 let id = TokenId::from_u32(vocab.sorted_token_ids()[pos as usize]);
-                if rejects && !ends.clone().any(|j| follow.may_follow_within(fsm, outer, &bytes[j..], &mut budget)) {
-                    rejected.push(id);
-                    return false;
-                }
+                // A rest every caller reads may follow the rule: asked first, it spares the
+                // follow automaton's reading (the costlier of the two).
                 let whole_text = text.len() == bytes.len();
                 let read_by_all = every_caller.as_mut().is_some_and(|every| {
                     whole_text && ends.clone().any(|j| every.reads(&text[j..], &mut parser_bytes))
                 });
                 if read_by_all {
                     accepted.push(id);
+                    return false;
                 }
-                !read_by_all
+                if rejects && !ends.clone().any(|j| follow.may_follow_within(fsm, outer, &bytes[j..], &mut budget)) {
+                    rejected.push(id);
+                    return false;
+                }
+                true
             })
             .collect();
         if rejected.is_empty() && accepted.is_empty() {
