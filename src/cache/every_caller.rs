@@ -80,6 +80,11 @@ impl AnswerStore {
 
 /// Callers a rule may have for [`EveryCaller`]: each rest is parsed once per caller.
 const MAX_CALLERS: usize = 16;
+/// Bytes the callers' parsers may read for one entry (about 1–2 ms), past which the answers
+/// not kept yet are "no": the tokens stay uncertain, checked at run time as before. Entries
+/// of the split parse a few hundred bytes at most; the bound is for a rule with thousands of
+/// distinct rests.
+const ENTRY_BYTES: usize = 16 * 1024;
 
 /// Whether a rest is read after a rule's end *in every context*: by each of its callers, from
 /// the return state of its call, inside the caller's own rule. Every stack under which the rule
@@ -100,6 +105,8 @@ pub(super) struct EveryCaller<'e> {
     /// consecutive rests share prefixes, as the uncertain tokens do.
     callers: Vec<CallerParser>,
     fsm: &'e Arc<GrammarFsm>,
+    /// Bytes parsed for this entry (at most about [`ENTRY_BYTES`]).
+    parsed: usize,
 }
 
 impl Drop for EveryCaller<'_> {
@@ -152,19 +159,23 @@ impl<'e> EveryCaller<'e> {
             && returns.iter().all(|&r| plain(r));
         applies.then(|| {
             let callers = returns.iter().map(|&state| CallerParser { state, parser: None, held: Vec::new() }).collect();
-            EveryCaller { store, rule, answers: store.take_answers(rule), callers, fsm }
+            EveryCaller { store, rule, answers: store.take_answers(rule), callers, fsm, parsed: 0 }
         })
     }
 
-    /// Whether every caller reads all of `rest` (text), counting the bytes parsed in `parsed`.
-    pub(super) fn reads(&mut self, rest: &[u8], parsed: &mut usize) -> bool {
+    /// Whether every caller reads all of `rest` (text); `false` when the entry's budget is spent
+    /// before an answer is known.
+    pub(super) fn reads(&mut self, rest: &[u8]) -> bool {
         if rest.is_empty() {
             return false;
         }
         if let Some(&known) = self.answers.by_rest.get(rest) {
             return known;
         }
-        let fsm = self.fsm;
+        if self.parsed >= ENTRY_BYTES {
+            return false;
+        }
+        let (fsm, parsed) = (self.fsm, &mut self.parsed);
         let all = self.callers.iter_mut().all(|caller| caller.reads(fsm, rest, parsed));
         if self.answers.by_rest.len() == MAX_KEPT_ANSWERS {
             self.answers = RuleAnswers::default();

@@ -110,9 +110,9 @@ impl Expander {
                 // A rest every caller reads may follow the rule: asked first, it spares the
                 // follow automaton's reading (the costlier of the two).
                 let whole_text = text.len() == bytes.len();
-                let read_by_all = every_caller.as_mut().is_some_and(|every| {
-                    whole_text && ends.clone().any(|j| every.reads(&text[j..], &mut parser_bytes))
-                });
+                let read_by_all = every_caller
+                    .as_mut()
+                    .is_some_and(|every| whole_text && ends.clone().any(|j| every.reads(&text[j..])));
                 if read_by_all {
                     accepted.push(id);
                     return false;
