@@ -92,10 +92,11 @@ const ENTRY_BYTES: usize = 16 * 1024;
 /// entry is used: it is accepted instead of checked at every step (`}` plus a newline after a
 /// number, read by every caller of a JSON value).
 ///
-/// Only where the count of no repetition matters: the entry's own rule and every caller's rule
-/// are plain (an isolated parser reads a counted rule as unbounded, so it may end or loop where
-/// the real count forbids it), and the rule is not the root (whose end may be the end of the
-/// input, where nothing more is read).
+/// Only where the count of no repetition matters: every caller's rule is plain (an isolated
+/// parser reads a counted rule as unbounded, so it may loop where the real count forbids it),
+/// the entry's own rule is plain or a repetition without a minimum (which may end at any
+/// count), and the rule is not the root (whose end may be the end of the input, where nothing
+/// more is read).
 pub(super) struct EveryCaller<'e> {
     store: &'e AnswerStore,
     rule: FsmRuleId,

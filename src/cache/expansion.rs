@@ -108,7 +108,7 @@ impl Expander {
                 let ends = (1..=held).filter(|&j| parser.is_accepting_at(base + j));
                 let id = TokenId::from_u32(vocab.sorted_token_ids()[pos as usize]);
                 // A rest every caller reads may follow the rule: asked first, it spares the
-                // follow automaton's reading (the costlier of the two).
+                // follow automaton's reading.
                 let whole_text = text.len() == bytes.len();
                 let read_by_all = every_caller
                     .as_mut()
