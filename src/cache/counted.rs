@@ -370,23 +370,24 @@ impl LoopBounds {
         }
     }
 
-    /// Calls `beyond` with every normal token of `vocab` that `accepted` holds and whose bound
-    /// exceeds `budget`. `accepted` (the tokens the entry of the bounds' slot accepts) must be
-    /// the same set at every call: only its tokens get a bound (most tokens of a list item's
-    /// state are not accepted, and a walk of the whole vocabulary cost 10 ms at budget 0).
+    /// Calls `beyond` with every normal token of `vocab` that `accepted` (a bitset by id) holds
+    /// and whose bound exceeds `budget`. `accepted` (the tokens the entry of the bounds' slot
+    /// accepts) must be the same set at every call: only its tokens get a bound (most tokens of
+    /// a list item's state are not accepted, and a walk of the whole vocabulary cost 10 ms at
+    /// budget 0).
     pub(crate) fn for_each_beyond(
         &self,
         fsm: &GrammarFsm,
         vocab: &Vocabulary,
         budget: u32,
-        accepted: impl Fn(u32) -> bool,
+        accepted: &[u32],
         beyond: impl FnMut(u32),
     ) {
         let mut so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let budget = budget as usize;
         if budget < so_far.longer_than {
-            let known = vocab.tokens_longer_than(so_far.longer_than).len();
-            for &id in vocab.tokens_longer_than(budget)[known..].iter().filter(|&&id| accepted(id)) {
+            let newly_longer = (budget + 1)..=so_far.longer_than;
+            for id in accepted_of_lengths(vocab, &newly_longer, accepted) {
                 let bound = self.of(fsm, vocab.token_bytes(id));
                 if bound > 0 {
                     if so_far.by_bound.len() < bound {
@@ -405,6 +406,37 @@ impl LoopBounds {
         let so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         so_far.by_bound.iter().map(|ids| ids.capacity() * 4).sum()
     }
+}
+
+/// The normal tokens of `accepted` (a bitset by id) whose length in bytes is in `lengths`: from
+/// the tokens of those lengths or from the accepted ones, whichever are fewer (an enum item's
+/// state, a state per letter of each name, accepts a few dozen tokens, and each of its budgets
+/// would otherwise test a hundred thousand).
+pub(crate) fn accepted_of_lengths(
+    vocab: &Vocabulary,
+    lengths: &std::ops::RangeInclusive<usize>,
+    accepted: &[u32],
+) -> Vec<u32> {
+    let has = |words: &[u32], id: u32| words[id as usize / 32] >> (id % 32) & 1 == 1;
+    let known = vocab.tokens_longer_than(*lengths.end()).len();
+    let of_lengths = &vocab.tokens_longer_than(lengths.start() - 1)[known..];
+    let accepted_len: usize = accepted.iter().map(|w| w.count_ones() as usize).sum();
+    if of_lengths.len() <= accepted_len {
+        return of_lengths.iter().copied().filter(|&id| has(accepted, id)).collect();
+    }
+    let normal = vocab.normal_token_mask();
+    let mut ids = Vec::new();
+    for (w, &word) in accepted.iter().enumerate() {
+        let mut rest = word & normal.get(w).copied().unwrap_or(0);
+        while rest != 0 {
+            let id = (w * 32) as u32 + rest.trailing_zeros();
+            if lengths.contains(&vocab.token_bytes(id).len()) {
+                ids.push(id);
+            }
+            rest &= rest - 1;
+        }
+    }
+    ids
 }
 
 #[cfg(test)]
@@ -456,6 +488,48 @@ mod tests {
                     let within = words[id / 32] >> (id % 32) & 1 == 1;
                     assert_eq!(within, n <= budget, "token {id} with {n} loop-backs, budget {budget}");
                 }
+            }
+        }
+    }
+
+    /// The tokens beyond a budget are the accepted tokens whose bound exceeds it, whether they
+    /// are found among the tokens of each length (most tokens accepted) or among the accepted
+    /// ones (few), and whatever order the budgets come in.
+    #[test]
+    fn the_tokens_beyond_a_budget_are_the_accepted_ones_bounded_above_it() {
+        let g = crate::parse_ebnf(r#"r ::= ([ab]+ " "+){0,9} [ab]+ "!""#, "r").unwrap();
+        let limits = crate::fsm::FsmLimits { max_expanded_repeat: 2, ..crate::fsm::FsmLimits::default() };
+        let fsm = crate::fsm::build_grammar_fsm(&g, &limits).unwrap();
+        let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
+        let start = fsm.rule(FsmRuleId::new(counted)).start;
+        let texts = ["a", "b", "ab", " a", "a b", "ab ab", "a b a", "ab ab a", "b  a b ", "a a a a", " ", "!"];
+        let vocab = crate::tokenizer::VocabularyBuilder::new().tokens(texts).build().unwrap();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..40 {
+            // Every other round accepts one or two tokens only: the accepted tokens are listed.
+            let mut accepted = vec![0u32; vocab.vocab_size().div_ceil(32)];
+            for id in 0..texts.len() as u32 {
+                if next(if round % 2 == 0 { 2 } else { 8 }) == 0 {
+                    accepted[id as usize / 32] |= 1 << (id % 32);
+                }
+            }
+            let bounds = LoopBounds::new(start, Bound::Walk, &vocab);
+            for _ in 0..6 {
+                let budget = next(8) as u32;
+                let mut beyond = Vec::new();
+                bounds.for_each_beyond(&fsm, &vocab, budget, &accepted, |id| beyond.push(id));
+                beyond.sort_unstable();
+                let expected: Vec<u32> = (0..texts.len() as u32)
+                    .filter(|&id| accepted[id as usize / 32] >> (id % 32) & 1 == 1)
+                    .filter(|&id| upper_bound(&fsm, start, vocab.token_bytes(id)) > budget)
+                    .collect();
+                assert_eq!(beyond, expected, "budget {budget}, accepted {accepted:?}");
             }
         }
     }

@@ -9,7 +9,7 @@
 
 use super::engine::{Engine, StateUse};
 use super::oracle::walk_tokens;
-use crate::cache::counted::Reading;
+use crate::cache::counted::{accepted_of_lengths, Reading};
 use crate::cache::{AdaptiveTokenMask, EntrySlot, NearBound};
 use crate::compiled::CompiledGrammar;
 use crate::pda::{content_states_hash, matches_cut_content};
@@ -269,7 +269,8 @@ fn merge_near_bound(
         ),
     }
     let position = |id: u32| vocab.sorted_position(id).expect("accepted tokens are normal");
-    let is_trusted = |trusted: &[u32], id: u32| trusted[id as usize / 32] >> (id % 32) & 1 == 1;
+    // The accepted tokens an item's budget cannot trust by their length alone.
+    let longer_than_least = (least as usize + 1)..=vocab.max_token_len();
     let distrust = |trusted: &mut [u32], id: u32| trusted[id as usize / 32] &= !(1 << (id % 32));
     let state = slot.state;
     match grammar.mask_cache().near_bound(fsm, vocab, slot) {
@@ -287,15 +288,13 @@ fn merge_near_bound(
             }
         }
         NearBound::Walk(forced) => {
-            for &id in vocab.tokens_longer_than(least as usize) {
-                if is_trusted(&trusted, id) {
-                    match forced.loops(fsm, state, vocab.token_bytes(id)) {
-                        Reading::Loops(n) if n <= least => {}
-                        Reading::Loops(n) if n > most => distrust(&mut trusted, id),
-                        _ => {
-                            distrust(&mut trusted, id);
-                            scratch.check.push(position(id));
-                        }
+            for id in accepted_of_lengths(vocab, &longer_than_least, &trusted) {
+                match forced.loops(fsm, state, vocab.token_bytes(id)) {
+                    Reading::Loops(n) if n <= least => {}
+                    Reading::Loops(n) if n > most => distrust(&mut trusted, id),
+                    _ => {
+                        distrust(&mut trusted, id);
+                        scratch.check.push(position(id));
                     }
                 }
             }
@@ -305,18 +304,16 @@ fn merge_near_bound(
             // computed for them): checked, then no longer trusted.
             let from = scratch.check.len();
             let check = &mut scratch.check;
-            bounds.for_each_beyond(fsm, vocab, least, |id| is_trusted(&trusted, id), |id| check.push(position(id)));
+            bounds.for_each_beyond(fsm, vocab, least, &trusted, |id| check.push(position(id)));
             let ids = vocab.sorted_token_ids();
             for &pos in &scratch.check[from..] {
                 distrust(&mut trusted, ids[pos as usize]);
             }
         }
         NearBound::Parser => {
-            for &id in vocab.tokens_longer_than(least as usize) {
-                if is_trusted(&trusted, id) {
-                    distrust(&mut trusted, id);
-                    scratch.check.push(position(id));
-                }
+            for id in accepted_of_lengths(vocab, &longer_than_least, &trusted) {
+                distrust(&mut trusted, id);
+                scratch.check.push(position(id));
             }
         }
     }
