@@ -443,14 +443,30 @@ pub(crate) fn accepted_of_lengths(
 mod tests {
     use super::*;
 
-    /// The bound of a word count's loop-backs is the most new words any reading starts.
-    #[test]
-    fn a_word_count_is_bounded_by_the_words_a_token_starts() {
+    /// A word count of at most ten words, and the start of its counted repetition.
+    fn word_count() -> (GrammarFsm, StateId) {
         let g = crate::parse_ebnf(r#"r ::= ([ab]+ " "+){0,9} [ab]+ "!""#, "r").unwrap();
         let limits = crate::fsm::FsmLimits { max_expanded_repeat: 2, ..crate::fsm::FsmLimits::default() };
         let fsm = crate::fsm::build_grammar_fsm(&g, &limits).unwrap();
         let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
         let start = fsm.rule(FsmRuleId::new(counted)).start;
+        (fsm, start)
+    }
+
+    /// A seeded pseudo-random number below `n` per call (xorshift64).
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
+    }
+
+    /// The bound of a word count's loop-backs is the most new words any reading starts.
+    #[test]
+    fn a_word_count_is_bounded_by_the_words_a_token_starts() {
+        let (fsm, start) = word_count();
         let in_word = super::super::lexical_loop::step(&fsm, start, b'a').unwrap();
         for (from, text, bound) in [
             (start, "ab ab a", 2),
@@ -468,13 +484,7 @@ mod tests {
     /// it is derived from), equals the tokens whose loop-backs fit it.
     #[test]
     fn a_derived_budget_mask_equals_the_tokens_within_it() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..20 {
             let budgets = 1 + next(40) as usize;
             let loops: Box<[u32]> = (0..1 + next(300))
@@ -497,20 +507,10 @@ mod tests {
     /// ones (few), and whatever order the budgets come in.
     #[test]
     fn the_tokens_beyond_a_budget_are_the_accepted_ones_bounded_above_it() {
-        let g = crate::parse_ebnf(r#"r ::= ([ab]+ " "+){0,9} [ab]+ "!""#, "r").unwrap();
-        let limits = crate::fsm::FsmLimits { max_expanded_repeat: 2, ..crate::fsm::FsmLimits::default() };
-        let fsm = crate::fsm::build_grammar_fsm(&g, &limits).unwrap();
-        let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
-        let start = fsm.rule(FsmRuleId::new(counted)).start;
+        let (fsm, start) = word_count();
         let texts = ["a", "b", "ab", " a", "a b", "ab ab", "a b a", "ab ab a", "b  a b ", "a a a a", " ", "!"];
         let vocab = crate::tokenizer::VocabularyBuilder::new().tokens(texts).build().unwrap();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for round in 0..40 {
             // Every other round accepts one or two tokens only: the accepted tokens are listed.
             let mut accepted = vec![0u32; vocab.vocab_size().div_ceil(32)];
