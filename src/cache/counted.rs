@@ -36,7 +36,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
-use crate::util::bitset::mask_words;
+use crate::util::bitset::{allowed_ids, count_allowed, mask_words};
 use crate::util::byteset::ByteSet;
 use crate::util::sentinel::Sentinel;
 
@@ -417,26 +417,18 @@ pub(crate) fn accepted_of_lengths(
     lengths: &std::ops::RangeInclusive<usize>,
     accepted: &[u32],
 ) -> Vec<u32> {
-    let has = |words: &[u32], id: u32| words[id as usize / 32] >> (id % 32) & 1 == 1;
+    // (The normal tokens' mask may be shorter than a mask of the whole vocabulary.)
+    let has = |words: &[u32], id: u32| words.get(id as usize / 32).is_some_and(|w| w >> (id % 32) & 1 == 1);
     let known = vocab.tokens_longer_than(*lengths.end()).len();
     let of_lengths = &vocab.tokens_longer_than(lengths.start() - 1)[known..];
-    let accepted_len: usize = accepted.iter().map(|w| w.count_ones() as usize).sum();
-    if of_lengths.len() <= accepted_len {
+    if of_lengths.len() <= count_allowed(accepted) {
         return of_lengths.iter().copied().filter(|&id| has(accepted, id)).collect();
     }
     let normal = vocab.normal_token_mask();
-    let mut ids = Vec::new();
-    for (w, &word) in accepted.iter().enumerate() {
-        let mut rest = word & normal.get(w).copied().unwrap_or(0);
-        while rest != 0 {
-            let id = (w * 32) as u32 + rest.trailing_zeros();
-            if lengths.contains(&vocab.token_bytes(id).len()) {
-                ids.push(id);
-            }
-            rest &= rest - 1;
-        }
-    }
-    ids
+    allowed_ids(accepted)
+        .map(|id| id as u32)
+        .filter(|&id| has(normal, id) && lengths.contains(&vocab.token_bytes(id).len()))
+        .collect()
 }
 
 #[cfg(test)]
