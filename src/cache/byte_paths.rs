@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 use super::base::BaseEntry;
 use super::build::{smallest_form_of_runs, ListedWalker, Walk};
-use super::pool::{MaskPool, SeedWalks};
+use super::pool::MaskPool;
 use super::region::{Region, RegionId, RegionTable, Regions};
 use crate::earley::Parser;
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
@@ -257,10 +257,9 @@ pub(super) struct PathSource<'a> {
 /// item it reads into would walk for them, whatever the rest of the entry's grammar is.
 pub(super) struct PooledWalks<'a> {
     pub(super) pool: &'a MaskPool,
-    /// The pool key of the walks of the tokens starting with the bytes the entry's own item
-    /// reads into an item, from that item ([`super::pool::path_walk_seed`] in the entry's
-    /// context).
-    pub(super) seed: &'a dyn Fn(StateId) -> Option<u64>,
+    /// The pool key of the walk of the tokens starting with a byte, from the item the entry's
+    /// own item reads that byte into ([`super::pool::path_walk_key`] in the entry's context).
+    pub(super) key: &'a dyn Fn(StateId, u8) -> Option<u64>,
 }
 
 /// The transition of a set not computed yet.
@@ -848,13 +847,6 @@ impl FirstByteWalk {
     pub(super) fn memory_usage(&self) -> usize {
         self.runs.len() * 8 + self.parsed.memory_usage()
     }
-
-    /// A walk accepting `runs` disjoint runs of one token each (for tests of what stores walks).
-    #[cfg(test)]
-    pub(super) fn of_runs(runs: u32) -> Self {
-        let runs: Vec<(u32, u32)> = (0..runs).map(|i| (2 * i, 2 * i + 1)).collect();
-        FirstByteWalk { runs_len: runs.len(), runs, parsed: Walk::default() }
-    }
 }
 
 /// When two entries of one rule (with the same context) read a first byte into the same set of
@@ -953,7 +945,6 @@ pub(super) fn paths_base(
     // First bytes whose walk is not shared are walked together, in one pass (a walk per
     // first byte costs an allocation and a copy each, ~200 per entry).
     let mut unshared: Option<std::ops::Range<usize>> = None;
-    let mut seed_walks = SeedWalksSeen::default();
     let n = vocab.sorted_token_ids().len();
     let mut i = 0;
     while i < n {
@@ -961,10 +952,9 @@ pub(super) fn paths_base(
         let range = i..vocab.sorted_first_byte_range(b, b).end;
         i = range.end;
         let shared = match (&source.pooled, memo) {
-            (Some(pooled), _) => dfa
-                .own_item(b)
-                .and_then(|item| (pooled.seed)(item))
-                .map(|seed| Shared::Pool(pooled.pool, seed, seed_walks.of(pooled.pool, seed))),
+            (Some(pooled), _) => {
+                dfa.own_item(b).and_then(|item| (pooled.key)(item, b)).map(|key| Shared::Pool(pooled.pool, key))
+            }
             (None, Some(memo)) => dfa.memo_key(context, b).map(|key| Shared::Memo(memo, key)),
             (None, None) => None,
         };
@@ -981,7 +971,7 @@ pub(super) fn paths_base(
             part
         };
         let part = match shared {
-            Shared::Pool(pool, seed, walks) => pool.first_byte_walk(seed, &walks, b, build),
+            Shared::Pool(pool, key) => pool.first_byte_walk(key, build),
             Shared::Memo(memo, key) => {
                 let known = memo.table().walks.get(&key).cloned();
                 known.unwrap_or_else(|| {
@@ -1038,25 +1028,8 @@ impl FirstBytes {
 
 /// Where a first byte's walk is shared.
 enum Shared<'m> {
-    /// In the pool, among the walks under a seed.
-    Pool(&'m MaskPool, u64, Arc<SeedWalks>),
+    Pool(&'m MaskPool, u64),
     Memo(&'m PathMemo, PathMemoKey),
-}
-
-/// The pool's walk sets an entry has looked up, by seed: most first bytes of an entry read into
-/// a few items, each looked up in the pool once.
-#[derive(Default)]
-struct SeedWalksSeen(Vec<(u64, Arc<SeedWalks>)>);
-
-impl SeedWalksSeen {
-    fn of(&mut self, pool: &MaskPool, seed: u64) -> Arc<SeedWalks> {
-        if let Some((_, walks)) = self.0.iter().find(|w| w.0 == seed) {
-            return Arc::clone(walks);
-        }
-        let walks = pool.seed_walks(seed);
-        self.0.push((seed, Arc::clone(&walks)));
-        walks
-    }
 }
 
 impl FirstByteWalk {

@@ -243,16 +243,16 @@ impl Shared {
         Shared { pool, hashes: hash_rules(fsm), rooted: RootedHashes::default() }
     }
 
-    /// The pool key of the first-byte walks of an entry of a rule in `context` that its own
-    /// item reads into an item (see `byte_paths.rs`), from that item.
-    fn walk_seed<'a>(&'a self, fsm: &'a GrammarFsm, context: &'a [StateId]) -> impl Fn(StateId) -> Option<u64> + 'a {
+    /// The pool key of a first-byte walk of an entry of a rule in `context`, from the item and
+    /// the byte (see `byte_paths.rs`).
+    fn walk_key<'a>(&'a self, fsm: &'a GrammarFsm, context: &'a [StateId]) -> impl Fn(StateId, u8) -> Option<u64> + 'a {
         // Every item of one entry is a state of the entry's own rule; most of its first bytes
         // read into a few items (the generic key body): their seeds are kept.
         let context_hash = std::cell::OnceCell::new();
         let seeds: std::cell::RefCell<crate::util::hash::FastMap<StateId, Option<u64>>> = Default::default();
-        move |item| {
+        move |item, b| {
             let known = seeds.borrow().get(&item).copied();
-            known.unwrap_or_else(|| {
+            let seed = known.unwrap_or_else(|| {
                 let seed = self.rooted.of(&self.hashes, fsm, item).and_then(|item_hash| {
                     let context_hash = (*context_hash
                         .get_or_init(|| pool::context_key(&self.hashes, fsm, fsm.rule_of(item), context)))?;
@@ -260,7 +260,8 @@ impl Shared {
                 });
                 seeds.borrow_mut().insert(item, seed);
                 seed
-            })
+            })?;
+            Some(pool::path_walk_key(seed, b))
         }
     }
 }
@@ -488,8 +489,8 @@ impl MaskCache {
         if paths {
             let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
             let table = |r: &region::Region| self.region_table(vocab, r);
-            let seed = self.shared.as_ref().map(|sh| (sh, sh.walk_seed(fsm, context)));
-            let pooled = seed.as_ref().map(|(sh, seed)| byte_paths::PooledWalks { pool: &sh.pool, seed });
+            let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
+            let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
             let source = byte_paths::PathSource { facts, table: &table, pooled };
             return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
         }
@@ -796,8 +797,8 @@ impl PathWalks {
             return None;
         }
         let table = |r: &region::Region| region_table_in(self.shared.as_ref(), &self.region_tables, vocab, r);
-        let seed = self.shared.as_ref().map(|sh| (sh, sh.walk_seed(fsm, context)));
-        let pooled = seed.as_ref().map(|(sh, seed)| byte_paths::PooledWalks { pool: &sh.pool, seed });
+        let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
+        let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
         let source = byte_paths::PathSource { facts: &self.facts, table: &table, pooled };
         Some(byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.memo)))
     }

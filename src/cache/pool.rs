@@ -44,7 +44,6 @@
 //! once both build it (the second insert replaces the first); the per-grammar memo in
 //! [`super::MaskCache`] already prevents that within one grammar.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -125,13 +124,13 @@ pub struct PoolStats {
 enum Slot {
     Base(u64),
     Full(u64),
-    Walks(u64),
+    Walk(u64),
 }
 
 enum Stored {
     Base(Arc<BaseEntry>),
     Full(Arc<MaskEntry>),
-    Walks(Arc<SeedWalks>),
+    Walk(Arc<FirstByteWalk>),
 }
 
 impl Stored {
@@ -140,7 +139,7 @@ impl Stored {
             + match self {
                 Stored::Base(b) => b.memory_usage(),
                 Stored::Full(e) => e.memory_usage(),
-                Stored::Walks(w) => w.memory_usage(),
+                Stored::Walk(w) => w.memory_usage(),
             }
     }
 }
@@ -150,45 +149,9 @@ struct Inner {
     /// miss and are counted in `partial_hits` when they find a base.
     map: BoundedCache<Slot, Stored>,
     partial_hits: u64,
-}
-
-/// The walks along byte paths of the tokens of each first byte, for the entries whose own item
-/// reads those bytes into one item (one [`path_walk_seed`]): a pool slot per item rather than
-/// per first byte, so that a key position, whose ~150 first bytes read into a dozen items,
-/// makes a dozen lookups in the pool's LRU map instead of ~150 (each costs several cache
-/// misses: ~100 µs per entry in MaskBench, half a key position's cost).
-#[derive(Default)]
-pub(super) struct SeedWalks(Mutex<SeedWalksInner>);
-
-#[derive(Default)]
-struct SeedWalksInner {
-    /// The walks, by first byte (ascending).
-    walks: Vec<(u8, Arc<FirstByteWalk>)>,
-    /// Heap bytes of the walks.
-    bytes: usize,
-}
-
-impl SeedWalks {
-    /// The walk of the tokens starting with `b`, if stored.
-    fn get(&self, b: u8) -> Option<Arc<FirstByteWalk>> {
-        let inner = self.0.lock();
-        inner.walks.binary_search_by_key(&b, |w| w.0).ok().map(|i| Arc::clone(&inner.walks[i].1))
-    }
-
-    /// Stores `walk` for first byte `b` (a walk stored meanwhile by another thread is kept).
-    fn add(&self, b: u8, walk: &Arc<FirstByteWalk>) {
-        let mut inner = self.0.lock();
-        if let Err(i) = inner.walks.binary_search_by_key(&b, |w| w.0) {
-            inner.bytes += walk.memory_usage();
-            inner.walks.insert(i, (b, Arc::clone(walk)));
-        }
-    }
-
-    /// Heap bytes used.
-    fn memory_usage(&self) -> usize {
-        let inner = self.0.lock();
-        inner.bytes + inner.walks.capacity() * std::mem::size_of::<(u8, Arc<FirstByteWalk>)>()
-    }
+    /// First-byte walks (looked up uncounted by `map`).
+    walk_hits: u64,
+    walk_misses: u64,
 }
 
 /// A byte-bounded, thread-safe pool of cache entries shared by every grammar compiled for one
@@ -213,9 +176,6 @@ impl SeedWalks {
 pub struct MaskPool {
     vocab_id: u64,
     inner: Mutex<Inner>,
-    /// First-byte walks served from a [`SeedWalks`], and walked.
-    walk_hits: AtomicU64,
-    walk_misses: AtomicU64,
     /// `TagDispatch` free-text bases by [`super::dispatch::free_text_key`]: one bit per token,
     /// so at most [`FREE_TEXT_BASES`] of them (2 MiB for a 128k vocabulary), outside the byte
     /// budget of the entries.
@@ -262,9 +222,12 @@ impl MaskPool {
     pub fn new(vocab: &Vocabulary, budget_bytes: usize) -> Self {
         MaskPool {
             vocab_id: vocabulary_fingerprint(vocab),
-            inner: Mutex::new(Inner { map: BoundedCache::by_weight(budget_bytes, Stored::bytes), partial_hits: 0 }),
-            walk_hits: AtomicU64::new(0),
-            walk_misses: AtomicU64::new(0),
+            inner: Mutex::new(Inner {
+                map: BoundedCache::by_weight(budget_bytes, Stored::bytes),
+                partial_hits: 0,
+                walk_hits: 0,
+                walk_misses: 0,
+            }),
             free_text: Mutex::new(BoundedCache::by_count(FREE_TEXT_BASES)),
             loop_slices: Mutex::new(BoundedCache::by_count(LOOP_SLICES)),
             region_tables: Mutex::new(BoundedCache::by_count(REGION_TABLES)),
@@ -310,12 +273,10 @@ impl MaskPool {
 
     /// The counters.
     pub fn stats(&self) -> PoolStats {
-        let (entries, partial_hits) = {
+        let (entries, partial_hits, walk_hits, walk_misses) = {
             let inner = self.inner.lock();
-            (inner.map.stats(), inner.partial_hits)
+            (inner.map.stats(), inner.partial_hits, inner.walk_hits, inner.walk_misses)
         };
-        let (walk_hits, walk_misses) =
-            (self.walk_hits.load(Ordering::Relaxed), self.walk_misses.load(Ordering::Relaxed));
         let free_text = self.free_text.lock().stats();
         PoolStats {
             hits: entries.hits,
@@ -333,40 +294,21 @@ impl MaskPool {
         }
     }
 
-    /// The first-byte walks under `seed` (see [`path_walk_seed`]): stored, or a new empty set
-    /// stored now.
-    pub(super) fn seed_walks(&self, seed: u64) -> Arc<SeedWalks> {
-        let mut inner = self.inner.lock();
-        if let Some(Stored::Walks(w)) = inner.map.get_uncounted(&Slot::Walks(seed)) {
-            return Arc::clone(w);
+    /// The walk of one first byte's tokens along byte paths under `key` (see
+    /// [`path_walk_key`]), built by `build` (outside the lock) and stored when absent. Walks
+    /// share the entries' byte budget.
+    pub(super) fn first_byte_walk(&self, key: u64, build: impl FnOnce() -> FirstByteWalk) -> Arc<FirstByteWalk> {
+        {
+            let mut inner = self.inner.lock();
+            if let Some(Stored::Walk(w)) = inner.map.get_uncounted(&Slot::Walk(key)) {
+                let w = Arc::clone(w);
+                inner.walk_hits += 1;
+                return w;
+            }
+            inner.walk_misses += 1;
         }
-        let walks = Arc::new(SeedWalks::default());
-        let released = inner.map.insert(Slot::Walks(seed), Stored::Walks(Arc::clone(&walks)));
-        drop(inner);
-        drop(released);
-        walks
-    }
-
-    /// The walk of the tokens starting with `b` among the walks under `seed` (`walks`, from
-    /// [`MaskPool::seed_walks`]), built by `build` (outside the lock) and stored when absent.
-    /// Walks share the entries' byte budget: a set grown by a walk is weighed again.
-    pub(super) fn first_byte_walk(
-        &self,
-        seed: u64,
-        walks: &Arc<SeedWalks>,
-        b: u8,
-        build: impl FnOnce() -> FirstByteWalk,
-    ) -> Arc<FirstByteWalk> {
-        if let Some(walk) = walks.get(b) {
-            self.walk_hits.fetch_add(1, Ordering::Relaxed);
-            return walk;
-        }
-        self.walk_misses.fetch_add(1, Ordering::Relaxed);
         let walk = Arc::new(build());
-        walks.add(b, &walk);
-        // Stored again under the same key to charge its new size (it may have been evicted
-        // meanwhile: then it is stored anew).
-        let released = self.inner.lock().map.insert(Slot::Walks(seed), Stored::Walks(Arc::clone(walks)));
+        let released = self.inner.lock().map.insert(Slot::Walk(key), Stored::Walk(Arc::clone(&walk)));
         drop(released);
         walk
     }
@@ -506,14 +448,20 @@ fn write_context(
     Some(())
 }
 
-/// The pool key of the walks along byte paths of the tokens starting with any byte that an
-/// entry's own item reads into `item` (a state of a plain rule) when nothing else happens on
-/// that byte (see `byte_paths::PathMemoKey`): the isolated parser is then in the state of an
+/// The pool key of the walk along byte paths of the tokens starting with `byte`, for an entry
+/// whose own item reads `byte` into `item` (a state of a plain rule) and nothing else happens
+/// on that byte (see `byte_paths::PathMemoKey`): the isolated parser is then in the state of an
 /// entry of `item` itself, so the walk depends on what an entry of `item` depends on (items 1,
 /// 2 and 4 of the module docs: `item_hash`, its rooted hash, and `context_hash`, the entry's
-/// [`context_key`]) and on the byte, the key within the set ([`SeedWalks`]). The same generic
-/// key body after a first byte no property name starts with is walked once for every object
-/// of every grammar.
+/// [`context_key`]; `seed` is [`path_walk_seed`] of them) and on `byte`. The same generic key
+/// body after a first byte no property name starts with is walked once for every object of
+/// every grammar.
+pub(super) fn path_walk_key(seed: u64, byte: u8) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(&[byte], seed)
+}
+
+/// The part of [`path_walk_key`] that does not depend on the byte (an entry computes it once
+/// per item).
 pub(super) fn path_walk_seed(vocab_id: u64, item_hash: u64, context_hash: u64) -> u64 {
     // A domain of its own: never equal to an entry's key.
     const DOMAIN_WALK: u64 = 0x7761_6c6b;
@@ -560,33 +508,5 @@ mod tests {
         m.fill_next_token_bitmask(&mut [0u32; 1]);
         // Renamed rule, same structure: served by the pool.
         assert!(pool.stats().hits > before);
-    }
-
-    /// A seed's walks are one pool item, charged for every walk added to it: stored again when
-    /// it grows, and dropped once it outgrows the whole budget.
-    #[test]
-    fn a_seeds_walks_are_charged_as_they_grow() {
-        let vocab = VocabularyBuilder::new().tokens(["a", "b"]).build().unwrap();
-        let pool = MaskPool::new(&vocab, 2 * SLOT_OVERHEAD + 1000);
-        let walks = pool.seed_walks(7);
-        let empty = pool.stats().bytes;
-        let mut builds = 0;
-        let first = pool.first_byte_walk(7, &walks, b'a', || {
-            builds += 1;
-            FirstByteWalk::of_runs(50)
-        });
-        assert!(pool.stats().bytes >= empty + first.memory_usage(), "{:?}", pool.stats());
-        // The same byte under the same seed is a hit, from the pool's own set too.
-        let again = pool.first_byte_walk(7, &pool.seed_walks(7), b'a', || {
-            builds += 1;
-            FirstByteWalk::default()
-        });
-        assert!(Arc::ptr_eq(&first, &again));
-        assert_eq!(builds, 1);
-        assert_eq!((pool.stats().path_walk_hits, pool.stats().path_walk_misses), (1, 1));
-        // Past the budget the set is dropped, not kept at its old charge.
-        pool.first_byte_walk(7, &walks, b'b', || FirstByteWalk::of_runs(100));
-        assert_eq!((pool.stats().entries, pool.stats().bytes), (0, 0));
-        assert!(pool.seed_walks(7).get(b'a').is_none(), "a new set after the drop");
     }
 }
