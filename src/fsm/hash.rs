@@ -187,10 +187,7 @@ impl FsmHashes {
     ///
     /// When more than `limit` states are reachable, the key falls back to the whole rule's
     /// ([`FsmHashes::state_key`], in its own domain): equally sound, shared less, and it keeps
-    /// keying a large automaton linear instead of quadratic in its states. So does a state
-    /// other than the start from which the rule's start is reachable (a loop through it): it reaches
-    /// exactly what the start reaches, so the whole rule's key holds the same information, and
-    /// the walk stops there instead of covering the rule again for each of its states.
+    /// keying a large automaton linear instead of quadratic in its states.
     pub fn rooted_hash(&self, fsm: &GrammarFsm, s: StateId, limit: usize) -> Option<u64> {
         ROOTED_SCRATCH.with_borrow_mut(|scratch| self.rooted_hash_in(fsm, s, limit, scratch))
     }
@@ -214,14 +211,9 @@ impl FsmHashes {
         };
         number(s, queue);
         buf.extend_from_slice(&[VERSION, DOMAIN_ROOTED]);
-        // Once the walk from another state reaches the rule's start, what `s` reaches is what
-        // the start reaches (`s` is one of those states): the whole rule's key says the same,
-        // and costs nothing more. (The start itself keeps its rooted hash: the same structure
-        // inlined into another rule has one.)
-        let start = fsm.rule(fsm.rule_of(s)).start;
         let mut head = 0;
         while head < queue.len() {
-            if queue.len() > limit || (head > 0 && queue[head] == start) {
+            if queue.len() > limit {
                 let (h, c) = self.state_key(s)?;
                 let mut whole = vec![VERSION, DOMAIN_RULE];
                 put_u64(&mut whole, h);
@@ -656,8 +648,7 @@ mod tests {
             r#"root ::= "a" tail | "bb" other | big
                tail ::= "xyz" [0-9]+ ";"
                other ::= "q" "xyz" [0-9]+ ";"
-               big ::= "k" ("0" | "1" | "2" | "3" | "4" | "5")* "end" tail cycle
-               cycle ::= ("cde")*"#,
+               big ::= "k" ("0" | "1" | "2" | "3" | "4" | "5")* "end" tail"#,
             "root",
         )
         .unwrap();
@@ -672,12 +663,6 @@ mod tests {
         let after_q = at("other", b'q');
         assert_eq!(hashes.rooted_hash(&fsm, after_q, 4096), hashes.rooted_hash(&fsm, tail_start, 4096));
         assert_ne!(hashes.rooted_hash(&fsm, at("tail", b'x'), 4096), hashes.rooted_hash(&fsm, tail_start, 4096));
-        // In a loop through its rule's start (`cycle`), states are keyed by the whole rule's
-        // hash and their own place in it: still one key per future.
-        let after_c = at("cycle", b'c');
-        let after_cd = fsm.byte_edges(after_c)[0].target;
-        let (h1, h2) = (hashes.rooted_hash(&fsm, after_c, 4096), hashes.rooted_hash(&fsm, after_cd, 4096));
-        assert!(h1.is_some() && h2.is_some() && h1 != h2);
         // The per-thread buffers carry nothing from one walk to the next: any order, any thread.
         let forward = all_rooted(&hashes, &fsm, fsm.states());
         assert_eq!(forward, all_rooted(&hashes, &fsm, fsm.states().rev()));
