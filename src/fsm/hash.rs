@@ -96,11 +96,11 @@ const DOMAIN_CYCLE: u8 = 1;
 const DOMAIN_MEMBER: u8 = 2;
 const DOMAIN_ROOTED: u8 = 3;
 
-/// Structural hashes of the rules of a [`GrammarFsm`] and canonical numbers of its states.
 /// The buffers of [`FsmHashes::rooted_hash`], kept per thread: a walk allocates nothing once
 /// they have grown to its rule's size (a hash map grown per call took three quarters of its
 /// time). A state's number is kept by its offset in its rule, valid where `seen` holds the
-/// current walk's `mark`.
+/// current walk's `mark`. They stay at the largest rule walked on the thread: 8 bytes per
+/// state of that rule.
 #[derive(Default)]
 struct RootedScratch {
     number: Vec<u32>,
@@ -133,6 +133,7 @@ thread_local! {
     static ROOTED_SCRATCH: std::cell::RefCell<RootedScratch> = std::cell::RefCell::default();
 }
 
+/// Structural hashes of the rules of a [`GrammarFsm`] and canonical numbers of its states.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FsmHashes {
     rule_hash: Vec<Option<u64>>,
