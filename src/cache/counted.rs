@@ -36,7 +36,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
-use crate::util::bitset::{allowed_ids, count_allowed, mask_words};
+use crate::util::bitset::{allowed_ids, count_allowed, is_allowed, mask_words};
 use crate::util::byteset::ByteSet;
 use crate::util::sentinel::Sentinel;
 
@@ -417,17 +417,15 @@ pub(crate) fn accepted_of_lengths(
     lengths: &std::ops::RangeInclusive<usize>,
     accepted: &[u32],
 ) -> Vec<u32> {
-    // (The normal tokens' mask may be shorter than a mask of the whole vocabulary.)
-    let has = |words: &[u32], id: u32| words.get(id as usize / 32).is_some_and(|w| w >> (id % 32) & 1 == 1);
     let known = vocab.tokens_longer_than(*lengths.end()).len();
     let of_lengths = &vocab.tokens_longer_than(lengths.start() - 1)[known..];
     if of_lengths.len() <= count_allowed(accepted) {
-        return of_lengths.iter().copied().filter(|&id| has(accepted, id)).collect();
+        return of_lengths.iter().copied().filter(|&id| is_allowed(accepted, id)).collect();
     }
     let normal = vocab.normal_token_mask();
     allowed_ids(accepted)
         .map(|id| id as u32)
-        .filter(|&id| has(normal, id) && lengths.contains(&vocab.token_bytes(id).len()))
+        .filter(|&id| is_allowed(normal, id) && lengths.contains(&vocab.token_bytes(id).len()))
         .collect()
 }
 
@@ -518,7 +516,7 @@ mod tests {
                 bounds.for_each_beyond(&fsm, &vocab, budget, &accepted, |id| beyond.push(id));
                 beyond.sort_unstable();
                 let expected: Vec<u32> = (0..texts.len() as u32)
-                    .filter(|&id| accepted[id as usize / 32] >> (id % 32) & 1 == 1)
+                    .filter(|&id| is_allowed(&accepted, id))
                     .filter(|&id| upper_bound(&fsm, start, vocab.token_bytes(id)) > budget)
                     .collect();
                 assert_eq!(beyond, expected, "budget {budget}, accepted {accepted:?}");

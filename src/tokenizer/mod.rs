@@ -619,7 +619,7 @@ impl Vocabulary {
     /// Whether `id` is a token (normal or special): below the table size and not padding.
     #[inline]
     pub fn is_token(&self, id: u32) -> bool {
-        self.bytes.token_mask.get(id as usize / 32).is_some_and(|w| w >> (id % 32) & 1 == 1)
+        crate::util::bitset::is_allowed(&self.bytes.token_mask, id)
     }
 
     /// The length in bytes of the longest token.

@@ -89,6 +89,13 @@ impl TokenBitmask {
     }
 }
 
+/// Whether a mask given as words allows token `id`; ids past its words are not allowed (a mask
+/// of the normal tokens may be shorter than one of the whole vocabulary).
+#[inline]
+pub fn is_allowed(words: &[u32], id: u32) -> bool {
+    words.get(id as usize / 32).is_some_and(|w| w >> (id % 32) & 1 == 1)
+}
+
 /// How many bits are set in a mask given as words.
 pub fn count_allowed(words: &[u32]) -> usize {
     words.iter().map(|w| w.count_ones() as usize).sum()
