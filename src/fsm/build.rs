@@ -40,8 +40,8 @@ pub struct FsmLimits {
     pub max_expanded_repeat: u32,
     /// ... and when the expansion adds at most this many automaton states. Default 2,000.
     pub max_expanded_states: usize,
-    /// Subset construction gives up past this many states for one rule (the NFA is kept).
-    /// Default 10,000.
+    /// Subset construction gives up past this many states for one rule, or past the states of
+    /// the rule's NFA when it has more (the NFA is kept). Default 10,000.
     pub max_dfa_states: usize,
     /// ... or once it has read this many NFA edges, plus 16 per edge of the NFA (large subsets
     /// mean a blow-up is coming; this bounds compile time). Default 200,000.

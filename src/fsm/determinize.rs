@@ -19,7 +19,8 @@ use crate::util::interner::SliceInterner;
 use std::cell::RefCell;
 
 /// A rule's Thompson automaton → epsilon-free, suffix-merged, and when subset construction
-/// stays within `max_dfa_states` states and `max_dfa_work` (+16 per NFA edge) edges read,
+/// stays within `max_dfa_states` states (or the NFA's own number of states, when larger) and
+/// `max_dfa_work` (+16 per NFA edge) edges read,
 /// deterministic and minimal; else the epsilon-free, suffix-merged NFA.
 ///
 /// # Errors
@@ -32,7 +33,12 @@ pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) ->
     // superlinear steps run.
     let nfa = merge_equal_suffixes(remove_epsilons(nfa)?);
     let work = max_dfa_work.saturating_add(nfa.edge_len().saturating_mul(16));
-    let mut out = match determinize(nfa, max_dfa_states, work) {
+    // A DFA no larger than the NFA it replaces is no blow-up: a large enum's automaton (a
+    // trie of thousands of names) is deterministic with fewer states than its NFA, which
+    // would otherwise keep one Earley item per name alive after the opening quote
+    // (`JsonSchemaStore---cryproj.dev`: 2,461 items, each a cache entry, 22 ms in one step).
+    let states = max_dfa_states.max(nfa.state_len());
+    let mut out = match determinize(nfa, states, work) {
         // Minimization is O(E log n) and finds the unique minimal DFA, so merging suffixes of
         // the DFA first (as the quadratic Moore refinement needed) would only repeat its work.
         Ok(dfa) => minimize(dfa),
@@ -477,5 +483,53 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A choice of many names (a large enum) whose NFA has more states than the DFA limit is
+    /// still determinized: its DFA, a trie with shared suffixes, is smaller than the NFA. With
+    /// a limit below both, the NFA is kept.
+    #[test]
+    fn a_large_enum_is_determinized_past_the_state_limit() {
+        let mut nfa = Nfa::default();
+        let start = nfa.add_state();
+        nfa.start = start;
+        let end = nfa.add_state();
+        nfa.finals[end as usize] = true;
+        // Pseudo-random names, so that few prefixes or suffixes are shared.
+        let mut seed = 0x2545_f491_u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let names: Vec<String> =
+            (0..300).map(|_| (0..6 + next(5)).map(|_| (b'a' + next(26) as u8) as char).collect()).collect();
+        for name in &names {
+            let mut at = start;
+            for &b in name.as_bytes() {
+                let next = nfa.add_state();
+                nfa.add_edge(at, Label::Bytes(b, b), next);
+                at = next;
+            }
+            nfa.add_edge(at, Label::Epsilon, end);
+        }
+        let nfa_states = merge_equal_suffixes(remove_epsilons(&nfa).unwrap()).state_len();
+        let limit = 100;
+        let dfa = optimize(&nfa, limit, 0).unwrap();
+        assert!(is_deterministic(&dfa), "{} NFA states", nfa_states);
+        // The trie has more states than the limit: without the NFA's own size as the limit,
+        // subset construction would give up.
+        assert!(determinize(merge_equal_suffixes(remove_epsilons(&nfa).unwrap()), limit, usize::MAX).is_err());
+        assert!(dfa.state_len() <= nfa_states);
+        let fsm = dfa.to_fsm();
+        let word = |s: &str| s.bytes().map(|b| Label::Bytes(b, b)).collect::<Vec<_>>();
+        for name in &names {
+            assert!(accepts(&fsm, &word(name)), "{name}");
+            assert!(!accepts(&fsm, &word(&name[..name.len() - 1])), "{name}");
+        }
+        assert!(!accepts(&fsm, &word("zzzzzzzzzzzz")));
+        // Subset construction reads ~2 edges per name prefix: a work budget below that keeps
+        // the NFA, whatever the state limit.
+        let nfa = merge_equal_suffixes(remove_epsilons(&nfa).unwrap());
+        assert!(!is_deterministic(&determinize(nfa, usize::MAX, 10).unwrap_err()));
     }
 }

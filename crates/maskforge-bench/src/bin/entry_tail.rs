@@ -19,6 +19,8 @@
 //! the fills (which then build nothing: their entries are built just before), and those of the
 //! steps (a step's entries and its fill: what the runner's TBM measures in one fill).
 //!
+//! `--top-steps N` lists the N slowest steps: file, fill time, and each entry's rule and cost.
+//!
 //! `--repeat N` then builds the slowest entry N more times in a fresh cache of its grammar (no
 //! pool), the loop to run under a profiler; with `--profile-state S` instead, state `S` of
 //! that entry's grammar is walked along byte paths N times with the run's warm pool (a
@@ -181,6 +183,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tbm = Vec::new();
     // Per step: its entries and its fill, what the runner's TBM measures in one fill.
     let mut steps = Vec::new();
+    // Per step: its file, its entries' rules and costs, and its fill (for `--top-steps`).
+    let mut step_parts: Vec<(String, usize, usize, f64)> = Vec::new();
     // Per file: the time of its fills, of its slowest fill, and how many took over 1 ms.
     let mut fill_time: Vec<(f64, f64, String, usize)> = Vec::new();
     let mut mask = TokenBitmask::new(vocab.vocab_size());
@@ -228,6 +232,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let us = t.elapsed().as_secs_f64() * 1e6;
                 tbm.push(us);
                 steps.push(us + entries[entries_before..].iter().map(|e| e.0).sum::<f64>());
+                step_parts.push((name.clone(), entries_before, entries.len(), us));
                 let slow = usize::from(us > 1000.0);
                 match fill_time.last_mut() {
                     Some(last) if last.2 == name => {
@@ -303,6 +308,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let (Some((_, grammar, ..)), Some(state)) = (&slowest, profiled) {
         let (state, cold) = (StateId::new(args[state + 1].parse()?), args.iter().any(|a| a == "--cold"));
         profile_state(&compiler, grammar, &vocab, state, repeat.max(1), cold);
+    }
+    let top_steps: usize = flag(&args, "--top-steps", "0").parse()?;
+    let mut order: Vec<usize> = (0..steps.len()).collect();
+    order.sort_by(|&a, &b| steps[b].total_cmp(&steps[a]));
+    for &i in order.iter().take(top_steps) {
+        let (file, from, to, fill) = &step_parts[i];
+        let parts: Vec<String> = entries[*from..*to].iter().map(|e| format!("{} {:.0}", e.3, e.0)).collect();
+        println!("step {:>7.0} us  {file}: fill {fill:.0}; entries [{}]", steps[i], parts.join(", "));
     }
     fill_time.sort_by(|a, b| b.0.total_cmp(&a.0));
     for (total, max, file, slow) in fill_time.iter().take(10) {
