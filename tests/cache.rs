@@ -397,10 +397,15 @@ fn fast_path_equals_walks(
     Ok(compared)
 }
 
-/// The lexical-loop fast path (`build_base_from_loop`) against the vocabulary walk, for every
-/// state on a loop.
+/// The lexical-loop fast path against the vocabulary walk, for every state on a loop: with the
+/// loop's leaving tokens walked by the parser (`build_base_from_loop`) and along byte paths
+/// (`PathWalks::loop_base`, as the cache walks them where byte paths apply).
 fn loop_slices_equal_walks(grammar: &CompiledGrammar) -> Result<usize, TestCaseError> {
-    fast_path_equals_walks(grammar, maskforge::cache::build_base_from_loop)
+    let by_parser = fast_path_equals_walks(grammar, maskforge::cache::build_base_from_loop)?;
+    let walks = maskforge::cache::PathWalks::new(grammar.fsm(), grammar.vocabulary());
+    let by_paths =
+        fast_path_equals_walks(grammar, |fsm, context, vocab, state| walks.loop_base(fsm, context, vocab, state))?;
+    Ok(by_parser + by_paths)
 }
 
 /// The same with every loop's slice built from its core without edges on `delimiter` (see

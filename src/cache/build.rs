@@ -210,6 +210,11 @@ impl<'v> ListedWalker<'v> {
         ListedWalker { reader: PrefixReader::new(fsm, state, context), prev: &[], failed: None }
     }
 
+    /// The parser's item visits so far (see `util::budget`): what the walk has cost.
+    pub(super) fn visits(&self) -> u64 {
+        self.reader.parser.budget().used()
+    }
+
     /// Classifies the tokens at `positions` (ascending, after those of earlier calls) into `out`.
     pub(super) fn walk(&mut self, vocab: &'v Vocabulary, positions: &[u32], out: &mut Walk) {
         let ids = vocab.sorted_token_ids();

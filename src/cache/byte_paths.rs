@@ -217,6 +217,61 @@ impl PathSplit {
         split
     }
 
+    /// As [`PathSplit::walk`], for the tokens at sorted positions `positions` (ascending, of
+    /// any first bytes): each shares with the one before it the sets of their common prefix,
+    /// and a token extending where the one before it stopped stops there too. (No region
+    /// accepts a subtree at once: the listed tokens are not whole subtrees.)
+    fn walk_listed(vocab: &Vocabulary, dfa: &mut LazyDfa<'_>, first: &mut FirstBytes, positions: &[u32]) -> Self {
+        let mut split = PathSplit { accepted: Vec::new(), accepted_len: 0, rest: Vec::new() };
+        let mut path = vec![dfa.start];
+        let mut escaped = vec![false];
+        let mut prev: &[u8] = &[];
+        // Where the walk of `prev` stopped (at its byte `k`), and whether the parser reads on.
+        let mut stopped: Option<(usize, bool)> = None;
+        for &pos in positions {
+            let bytes = vocab.sorted_token_bytes(pos as usize);
+            let shared = crate::tokenizer::common_prefix_len(prev, bytes);
+            prev = bytes;
+            match stopped {
+                Some((k, parser_reads_on)) if shared > k => {
+                    if parser_reads_on {
+                        split.rest.push(pos);
+                    }
+                    continue;
+                }
+                _ => stopped = None,
+            }
+            path.truncate(shared.min(path.len() - 1) + 1);
+            escaped.truncate(path.len());
+            let mut k = path.len() - 1;
+            let mut gave_up = false;
+            while k < bytes.len() {
+                let next = dfa.step(path[k], bytes[k]);
+                if next == DEAD || next == GIVE_UP {
+                    gave_up = next == GIVE_UP;
+                    break;
+                }
+                let escapes = if k == 0 { dfa.escapes_at_start() } else { dfa.escapes(path[k]) };
+                escaped.push(escaped[k] || escapes);
+                path.push(next);
+                k += 1;
+            }
+            if k == bytes.len() {
+                split.accept(pos as usize, pos as usize + 1);
+                continue;
+            }
+            let parser_reads_on = match k {
+                0 => (gave_up || dfa.escapes_at_start()) && first.reads(bytes[0]),
+                _ => gave_up || escaped[k] || dfa.escapes(path[k]),
+            };
+            if parser_reads_on {
+                split.rest.push(pos);
+            }
+            stopped = Some((k, parser_reads_on));
+        }
+        split
+    }
+
     /// Accepts the tokens at sorted positions `from..to`.
     fn accept(&mut self, from: usize, to: usize) {
         self.accepted_len += to - from;
@@ -241,13 +296,17 @@ impl PathFacts {
     }
 }
 
+/// How a walk gets the table of a byte region (from the pool, or built).
+pub(super) type TableOf<'a> = dyn Fn(&Region) -> Arc<RegionTable> + 'a;
+
 /// Everything a walk along byte paths reads besides the automata: the grammar's [`PathFacts`]
 /// and the tables of byte regions (from the pool, or built), and the pool's first-byte walks.
 pub(super) struct PathSource<'a> {
     /// The grammar's facts.
     pub(super) facts: &'a PathFacts,
-    /// The table of a region.
-    pub(super) table: &'a dyn Fn(&Region) -> Arc<RegionTable>,
+    /// The table of a region; `None` for walks that accept no subtree at once (a list of
+    /// tokens, not whole subtrees: a table would cost a walk of the vocabulary for nothing).
+    pub(super) table: Option<&'a TableOf<'a>>,
     /// With a pool, the first-byte walks it shares across grammars.
     pub(super) pooled: Option<PooledWalks<'a>>,
 }
@@ -533,7 +592,8 @@ impl<'a> LazyDfa<'a> {
         // The states of one region (the first one met: a set rarely holds two).
         let regions = &self.source.facts.regions;
         let mut in_region: Option<(RegionId, u32)> = None;
-        for &(s, _) in set.iter().filter(|&&(_, f)| !self.closures.counts(f)) {
+        let with_regions = self.source.table.is_some();
+        for &(s, _) in set.iter().filter(|&&(_, f)| with_regions && !self.closures.counts(f)) {
             match (regions.of(self.closures.fsm, s), &mut in_region) {
                 (Some((r, bit)), Some((r0, bits))) if r == *r0 => *bits |= bit,
                 (Some((r, bit)), None) => in_region = Some((r, bit)),
@@ -541,8 +601,8 @@ impl<'a> LazyDfa<'a> {
             }
         }
         let source = self.source;
-        let in_region = in_region.map(|(r, bits)| {
-            let table = self.tables.entry(r).or_insert_with(|| (source.table)(regions.region(r)));
+        let in_region = in_region.zip(source.table).map(|((r, bits), table_of)| {
+            let table = self.tables.entry(r).or_insert_with(|| table_of(regions.region(r)));
             (Arc::clone(table), bits)
         });
         self.in_region.push(in_region);
@@ -1001,6 +1061,31 @@ pub(super) fn paths_base(
     }
     let accepted = smallest_form_of_runs(vocab, &total.runs, total.runs_len, &total.parsed.accepted);
     total.parsed.into_base(accepted)
+}
+
+/// The walk of the tokens at sorted positions `positions` (ascending) from `state` in its
+/// certain `context`, as [`super::build::walk_listed`] walks them with the parser: along byte
+/// paths, the parser walking only the tokens those do not decide. The leaving tokens of a loop
+/// slice (see `lexical_loop.rs`) go on into the rest of the rule, which may be a large
+/// automaton the parser reads slowly (a URI pattern after its scheme: 6 ms entries).
+pub(super) fn paths_listed(
+    fsm: &Arc<GrammarFsm>,
+    context: &[StateId],
+    vocab: &Vocabulary,
+    state: StateId,
+    source: &PathSource<'_>,
+    positions: &[u32],
+) -> Walk {
+    let mut first = FirstBytes::new(fsm, context, state);
+    let mut dfa = LazyDfa::new(fsm, state, context, source, None);
+    let split = PathSplit::walk_listed(vocab, &mut dfa, &mut first, positions);
+    let ids = vocab.sorted_token_ids();
+    let mut walk = Walk::default();
+    for &(from, to) in &split.accepted {
+        walk.accepted.extend((from..to).map(|pos| crate::util::id::TokenId::from_u32(ids[pos as usize])));
+    }
+    ListedWalker::new(fsm, context, state).walk(vocab, &split.rest, &mut walk);
+    walk
 }
 
 /// Which first bytes the entry's isolated parser reads, probed on demand: a token whose first

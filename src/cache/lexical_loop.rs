@@ -30,7 +30,8 @@
 use std::sync::Arc;
 
 use super::base::BaseEntry;
-use super::build::{first_byte_candidates, smallest_form_of_bits, walk_listed};
+use super::build::{first_byte_candidates, smallest_form_of_bits, ListedWalker, Walk};
+use super::byte_paths::{paths_listed, PathSource};
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
@@ -684,16 +685,58 @@ pub(super) fn region_key(
     h.digest128()
 }
 
-/// The base entry of `state` in its certain `context` (as [`super::build_base`] walks it), from
-/// the slice of its loop: the tokens inside are accepted, the leaving ones walked.
-pub(super) fn loop_base(
+/// How the leaving tokens of a slice are walked (see [`walk_leaving`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LeavingWalk {
+    /// The parser's cost is checked after every this many tokens ...
+    pub(super) chunk: usize,
+    /// ... and past this many item visits per token so far, the rest go along byte paths.
+    pub(super) max_visits_per_token: u64,
+}
+
+impl LeavingWalk {
+    /// What the cache uses. Most slices' leaving tokens cost the parser a visit or two each (a
+    /// string's closing quote and what follows); along byte paths, with a DFA learned per
+    /// entry, a few thousand of them take about twice as long. But past the loop, the rule may
+    /// call rules the parser reads slowly: a URI pattern after its scheme, 50,000 leaving tokens
+    /// of 12.7 visits each, 6.4 ms by the parser and 1.1 ms along byte paths.
+    pub(super) const DEFAULT: LeavingWalk = LeavingWalk { chunk: 1024, max_visits_per_token: 8 };
+}
+
+/// The walk from `state` in its certain `context` of a slice's `leaving` tokens (ascending
+/// sorted positions): by the parser, unless it costs more than `how` allows so far and at least
+/// a chunk of tokens is left, which then go along byte paths (`paths`, where they apply). Both
+/// walks are exact, so the result is [`super::build::walk_listed`]'s whatever the split.
+pub(super) fn walk_leaving(
     fsm: &Arc<GrammarFsm>,
     context: &[StateId],
     vocab: &Vocabulary,
     state: StateId,
-    slice: &LoopSlice,
-) -> BaseEntry {
-    let walk = walk_listed(fsm, context, vocab, state, &slice.leaving);
+    leaving: &[u32],
+    paths: Option<&PathSource<'_>>,
+    how: LeavingWalk,
+) -> Walk {
+    let mut walker = ListedWalker::new(fsm, context, state);
+    let mut walk = Walk::default();
+    let mut done = 0;
+    while done < leaving.len() {
+        let end = (done + how.chunk).min(leaving.len());
+        walker.walk(vocab, &leaving[done..end], &mut walk);
+        done = end;
+        let rest = &leaving[done..];
+        let costly = walker.visits() > how.max_visits_per_token.saturating_mul(done as u64);
+        if let Some(source) = paths.filter(|_| costly && rest.len() >= how.chunk) {
+            walk.append(&paths_listed(fsm, context, vocab, state, source, rest));
+            break;
+        }
+    }
+    walk
+}
+
+/// The base entry of a state (as [`super::build_base`] walks it) from the slice of its loop and
+/// `walk`, the walk of the slice's [`LoopSlice::leaving`] tokens from the state: the tokens
+/// inside are accepted, the leaving ones as walked.
+pub(super) fn loop_base(vocab: &Vocabulary, slice: &LoopSlice, walk: Walk) -> BaseEntry {
     let mut bits = slice.inside.to_vec();
     for id in &walk.accepted {
         bits[id.word()] |= id.bit();
@@ -703,6 +746,11 @@ pub(super) fn loop_base(
 }
 
 impl LoopSlice {
+    /// Sorted positions of the tokens that take an edge out of the loop (the entry walks them).
+    pub(super) fn leaving(&self) -> &[u32] {
+        &self.leaving
+    }
+
     /// Whether more than half of the vocabulary's normal tokens leave the loop (each one a
     /// parser walk: see `MaskCache::walk`).
     pub(super) fn leaves_most(&self, vocab: &Vocabulary) -> bool {
@@ -786,5 +834,35 @@ mod tests {
             cores += (core_slice.leaving.len() > whole.leaving.len()) as usize;
         }
         assert!(cores > 0, "no state of the array loop has a core that a token leaves");
+    }
+
+    /// The leaving tokens walked by the parser, along byte paths after every first token, or
+    /// split anywhere between the two, give the same entry.
+    #[test]
+    fn leaving_tokens_walk_alike_by_parser_and_byte_paths() {
+        let src = r#"root ::= "\"" [a-c]* ("\"" [ ]* ("x" | "y" [a-c]* "z") | "\\" "n" [a-c]* "\"")"#;
+        let g = crate::parse_ebnf(src, "root").unwrap();
+        let fsm = Arc::new(build_grammar_fsm(&g, &FsmLimits::default()).unwrap());
+        let vocab = VocabularyBuilder::new()
+            .tokens(["\"", "a", "ab", "c\"", "a\" x", "b\"y", "\" yab", "\"yz", "\\n", "a\\na\"", "\" ", "c\"q", "x"])
+            .build()
+            .unwrap();
+        let facts = super::super::byte_paths::PathFacts::new(&fsm, &vocab, None);
+        let source = PathSource { facts: &facts, table: None, pooled: None };
+        let loops = Loops::new(&fsm);
+        let mut compared = 0;
+        for state in fsm.states() {
+            let Some(in_loop) = loops.loop_of(state, &fsm) else { continue };
+            let slice = LoopSlice::new(&fsm, &vocab, state, &in_loop);
+            let by_parser =
+                loop_base(&vocab, &slice, super::super::build::walk_listed(&fsm, &[], &vocab, state, slice.leaving()));
+            for chunk in [1, 2, 3] {
+                let how = LeavingWalk { chunk, max_visits_per_token: 0 };
+                let walk = walk_leaving(&fsm, &[], &vocab, state, slice.leaving(), Some(&source), how);
+                assert_eq!(loop_base(&vocab, &slice, walk), by_parser, "state {state}, chunk {chunk}");
+            }
+            compared += (slice.leaving().len() > 3) as usize;
+        }
+        assert!(compared > 0, "no slice with enough leaving tokens to split");
     }
 }

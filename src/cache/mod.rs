@@ -55,6 +55,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 pub use base::{BaseAccepted, BaseEntry};
+use build::walk_listed;
 pub use build::{build_base, build_entry};
 pub use pool::{Lookup, MaskPool, PoolStats};
 
@@ -482,19 +483,31 @@ impl MaskCache {
             // string: most tokens hold a letter and leave for the loop after it, 10–14 ms
             // entries with the slice, 3–5 ms along byte paths, where both loops are regions).
             // (Slices that a quarter of the vocabulary leaves still pay: tool-call grammars.)
+            // The leaving tokens go along byte paths too where those apply and the parser
+            // reads them slowly (see `lexical_loop::LeavingWalk`).
             if !paths || !slice.leaves_most(vocab) {
-                return lexical_loop::loop_base(fsm, context, vocab, state, &slice);
+                let facts = paths.then(|| self.path_facts(fsm, vocab));
+                let source = facts.map(|facts| byte_paths::PathSource { facts, table: None, pooled: None });
+                let how = lexical_loop::LeavingWalk::DEFAULT;
+                let walk =
+                    lexical_loop::walk_leaving(fsm, context, vocab, state, slice.leaving(), source.as_ref(), how);
+                return lexical_loop::loop_base(vocab, &slice, walk);
             }
         }
         if paths {
-            let facts = self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()));
+            let facts = self.path_facts(fsm, vocab);
             let table = |r: &region::Region| self.region_table(vocab, r);
             let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
             let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
-            let source = byte_paths::PathSource { facts, table: &table, pooled };
+            let source = byte_paths::PathSource { facts, table: Some(&table), pooled };
             return byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.path_memo));
         }
         build_base(fsm, context, vocab, state)
+    }
+
+    /// The grammar's facts for walks along byte paths, found on first use.
+    fn path_facts(&self, fsm: &GrammarFsm, vocab: &Vocabulary) -> &byte_paths::PathFacts {
+        self.path_facts.get_or_init(|| byte_paths::PathFacts::new(fsm, vocab, self.pool().cloned()))
     }
 
     /// The slice of the loop under `key`: from the pool, or this grammar's own map without one;
@@ -736,12 +749,23 @@ pub fn build_base_from_loop_core(
     state: StateId,
     delimiter: u8,
 ) -> Option<BaseEntry> {
+    let slice = own_loop_slice(fsm, vocab, state, delimiter)?;
+    Some(lexical_loop::loop_base(vocab, &slice, walk_listed(fsm, context, vocab, state, slice.leaving())))
+}
+
+/// The slice of the lexical loop of `state`, if it is on one, built without a cache (from its
+/// core without edges on `delimiter` where it has one): for tests and benchmarks.
+fn own_loop_slice(
+    fsm: &GrammarFsm,
+    vocab: &Vocabulary,
+    state: StateId,
+    delimiter: u8,
+) -> Option<lexical_loop::LoopSlice> {
     let loops = lexical_loop::Loops::new(fsm);
     let in_loop = loops.loop_of(state, fsm)?;
-    let slice = lexical_loop::build_slice(fsm, vocab, state, &in_loop, delimiter, |_, core| {
+    Some(lexical_loop::build_slice(fsm, vocab, state, &in_loop, delimiter, |_, core| {
         Arc::new(lexical_loop::LoopSlice::new(fsm, vocab, state, core))
-    });
-    Some(lexical_loop::loop_base(fsm, context, vocab, state, &slice))
+    }))
 }
 
 /// The base entry of `state` in `context` built along byte paths, the parser walking only the
@@ -799,8 +823,28 @@ impl PathWalks {
         let table = |r: &region::Region| region_table_in(self.shared.as_ref(), &self.region_tables, vocab, r);
         let key = self.shared.as_ref().map(|sh| (sh, sh.walk_key(fsm, context)));
         let pooled = key.as_ref().map(|(sh, key)| byte_paths::PooledWalks { pool: &sh.pool, key });
-        let source = byte_paths::PathSource { facts: &self.facts, table: &table, pooled };
+        let source = byte_paths::PathSource { facts: &self.facts, table: Some(&table), pooled };
         Some(byte_paths::paths_base(fsm, context, vocab, state, &source, Some(&self.memo)))
+    }
+
+    /// The base entry of `state` in `context` from the slice of its lexical loop (as
+    /// [`build_base_from_loop`]), the slice's leaving tokens walked along byte paths as
+    /// [`MaskCache`] walks them where those apply: `None` when the state is on no loop or its
+    /// rule is a dispatch.
+    pub fn loop_base(
+        &self,
+        fsm: &Arc<GrammarFsm>,
+        context: &[StateId],
+        vocab: &Vocabulary,
+        state: StateId,
+    ) -> Option<BaseEntry> {
+        if !byte_paths::applies(fsm, state) {
+            return None;
+        }
+        let slice = own_loop_slice(fsm, vocab, state, lexical_loop::CORE_DELIMITER)?;
+        let source = byte_paths::PathSource { facts: &self.facts, table: None, pooled: None };
+        let walk = byte_paths::paths_listed(fsm, context, vocab, state, &source, slice.leaving());
+        Some(lexical_loop::loop_base(vocab, &slice, walk))
     }
 }
 
