@@ -622,23 +622,13 @@ impl<'a> LazyDfa<'a> {
         id
     }
 
-    /// The set after reading `b` from set `set`, or [`DEAD`] or [`GIVE_UP`]. The table lookup
-    /// is inlined into the walks (once per byte of every token walked); the first reading of a
-    /// byte from a set is not.
-    #[inline(always)]
+    /// The set after reading `b` from set `set`, or [`DEAD`] or [`GIVE_UP`].
+    #[inline]
     fn step(&mut self, set: u32, b: u8) -> u32 {
         let next = self.next[set as usize][b as usize];
         if next != UNKNOWN {
             return next;
         }
-        self.learn(set, b)
-    }
-
-    /// [`LazyDfa::step`] for a byte not read from `set` before: computes the set after it and
-    /// records it for every byte the same edges read.
-    #[cold]
-    #[inline(never)]
-    fn learn(&mut self, set: u32, b: u8) -> u32 {
         let (next, lo, hi) = self.compute(set, b);
         // Every byte of `lo..=hi` is read by the same edges: the same set (the sentinel lead
         // bytes keep their `DEAD`).
