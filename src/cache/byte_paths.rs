@@ -150,6 +150,63 @@ fn shortest_iteration(fsm: &GrammarFsm, start: StateId) -> usize {
     usize::MAX
 }
 
+/// How far [`read_on`] read a token.
+enum Reading {
+    /// Every byte.
+    Whole,
+    /// The first `k` bytes, after which the token's whole subtree is read (in a region).
+    Subtree(usize),
+    /// The first `k` bytes: the next one the DFA cannot read (`DEAD`), or it gave up there.
+    Stopped { k: usize, gave_up: bool },
+}
+
+/// Reads `bytes` on through `dfa` from the sets `path` holds (the set after each of the token's
+/// first `path.len() - 1` bytes), pushing the set after each byte onto `path` and whether a set
+/// on the way escapes onto `escaped`; `in_subtree(k, set, dfa)` may stop it after `k` bytes,
+/// when the set after them reads the token's whole subtree.
+fn read_on(
+    dfa: &mut LazyDfa<'_>,
+    path: &mut Vec<u32>,
+    escaped: &mut Vec<bool>,
+    bytes: &[u8],
+    in_subtree: impl Fn(usize, u32, &LazyDfa<'_>) -> bool,
+) -> Reading {
+    let mut k = path.len() - 1;
+    while k < bytes.len() {
+        let next = dfa.step(path[k], bytes[k]);
+        if next == DEAD || next == GIVE_UP {
+            return Reading::Stopped { k, gave_up: next == GIVE_UP };
+        }
+        let escapes = if k == 0 { dfa.escapes_at_start() } else { dfa.escapes(path[k]) };
+        escaped.push(escaped[k] || escapes);
+        path.push(next);
+        k += 1;
+        if in_subtree(k, next, dfa) {
+            return Reading::Subtree(k);
+        }
+    }
+    Reading::Whole
+}
+
+/// Whether the parser reads on a token whose walk stopped at its byte `k` (see [`read_on`]):
+/// only where an item the walk does not follow may read (see the module docs). At the first
+/// byte, unless the first set escapes or the walk gave up there, no item reads it (the set
+/// holds them all), else the parser says.
+fn parser_reads_on(
+    dfa: &LazyDfa<'_>,
+    first: &mut FirstBytes,
+    path: &[u32],
+    escaped: &[bool],
+    bytes: &[u8],
+    k: usize,
+    gave_up: bool,
+) -> bool {
+    match k {
+        0 => (gave_up || dfa.escapes_at_start()) && first.reads(bytes[0]),
+        _ => gave_up || escaped[k] || dfa.escapes(path[k]),
+    }
+}
+
 impl PathSplit {
     /// Walks the tokens at sorted positions `range` (one first byte's tokens) along byte paths
     /// with `dfa` (see the module docs); a token whose first byte the parser cannot read
@@ -165,51 +222,34 @@ impl PathSplit {
         let mut path = vec![dfa.start];
         let mut escaped = vec![false];
         let mut i = range.start;
-        'tokens: while i < range.end {
+        while i < range.end {
             let bytes = vocab.sorted_token_bytes(i);
             // The range's first token shares nothing with what came before it.
             let shared = if i == range.start { 0 } else { lcp[i] as usize };
             path.truncate(shared.min(path.len() - 1) + 1);
             escaped.truncate(path.len());
-            let mut k = path.len() - 1;
-            let mut gave_up = false;
-            while k < bytes.len() {
-                let next = dfa.step(path[k], bytes[k]);
-                if next == DEAD || next == GIVE_UP {
-                    gave_up = next == GIVE_UP;
-                    break;
-                }
-                let escapes = if k == 0 { dfa.escapes_at_start() } else { dfa.escapes(path[k]) };
-                escaped.push(escaped[k] || escapes);
-                path.push(next);
-                k += 1;
-                // The node of this prefix starts at `i` (shorter shared ones were tried
-                // before): its whole subtree may be read inside a region.
-                if k > lcp[i] as usize {
-                    let node = trie.node(lcp, i, k);
-                    if dfa.reads_subtree(next, node) {
-                        let end = trie.subtree_end(node);
-                        split.accept(i, end);
-                        i = end;
-                        continue 'tokens;
-                    }
-                }
-            }
-            if k == bytes.len() {
-                split.accept(i, i + 1);
-                i += 1;
-                continue;
-            }
-            // Every token sharing the first `k + 1` bytes ends the walk at the same byte. The
-            // parser reads on only where an item the walk does not follow may read (see the
-            // module docs); at the first byte, unless the first set escapes or the walk gave up
-            // there, no item reads it (the set holds them all), else the parser says.
-            let end = trie.subtree_end(trie.node(lcp, i, k + 1));
-            let parser_reads_on = match k {
-                0 => (gave_up || dfa.escapes_at_start()) && first.reads(bytes[0]),
-                _ => gave_up || escaped[k] || dfa.escapes(path[k]),
+            // A node of this token's prefixes that starts at `i` (shorter shared ones were
+            // tried before) may have its whole subtree read inside a region.
+            let in_region = |k: usize, set: u32, dfa: &LazyDfa<'_>| {
+                k > lcp[i] as usize && dfa.reads_subtree(set, trie.node(lcp, i, k))
             };
-            if parser_reads_on {
+            let (k, gave_up) = match read_on(dfa, &mut path, &mut escaped, bytes, in_region) {
+                Reading::Whole => {
+                    split.accept(i, i + 1);
+                    i += 1;
+                    continue;
+                }
+                Reading::Subtree(k) => {
+                    let end = trie.subtree_end(trie.node(lcp, i, k));
+                    split.accept(i, end);
+                    i = end;
+                    continue;
+                }
+                Reading::Stopped { k, gave_up } => (k, gave_up),
+            };
+            // Every token sharing the first `k + 1` bytes ends the walk at the same byte.
+            let end = trie.subtree_end(trie.node(lcp, i, k + 1));
+            if parser_reads_on(dfa, first, &path, &escaped, bytes, k, gave_up) {
                 split.rest.extend(i as u32..end as u32);
             }
             i = end;
@@ -243,31 +283,15 @@ impl PathSplit {
             }
             path.truncate(shared.min(path.len() - 1) + 1);
             escaped.truncate(path.len());
-            let mut k = path.len() - 1;
-            let mut gave_up = false;
-            while k < bytes.len() {
-                let next = dfa.step(path[k], bytes[k]);
-                if next == DEAD || next == GIVE_UP {
-                    gave_up = next == GIVE_UP;
-                    break;
-                }
-                let escapes = if k == 0 { dfa.escapes_at_start() } else { dfa.escapes(path[k]) };
-                escaped.push(escaped[k] || escapes);
-                path.push(next);
-                k += 1;
-            }
-            if k == bytes.len() {
+            let Reading::Stopped { k, gave_up } = read_on(dfa, &mut path, &mut escaped, bytes, |_, _, _| false) else {
                 split.accept(pos as usize, pos as usize + 1);
                 continue;
-            }
-            let parser_reads_on = match k {
-                0 => (gave_up || dfa.escapes_at_start()) && first.reads(bytes[0]),
-                _ => gave_up || escaped[k] || dfa.escapes(path[k]),
             };
-            if parser_reads_on {
+            let reads_on = parser_reads_on(dfa, first, &path, &escaped, bytes, k, gave_up);
+            if reads_on {
                 split.rest.push(pos);
             }
-            stopped = Some((k, parser_reads_on));
+            stopped = Some((k, reads_on));
         }
         split
     }
