@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use super::base::BaseEntry;
 use super::build::{first_byte_candidates, smallest_form_of_bits, ListedWalker, Walk};
-use super::byte_paths::{paths_listed, PathSource};
+use super::byte_paths::{paths_listed, PathFacts, PathSource};
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
 use crate::util::bitset::mask_words;
@@ -706,19 +706,21 @@ impl LeavingWalk {
 
 /// The walk from `state` in its certain `context` of a slice's `leaving` tokens (ascending
 /// sorted positions): by the parser, unless it costs more than `how` allows so far and at least
-/// a chunk of tokens is left, which then go along byte paths (`paths`, where they apply). Both
-/// walks are exact, so the result is [`super::build::walk_listed`]'s whatever the split.
-pub(super) fn walk_leaving(
+/// a chunk of tokens is left, which then go along byte paths where those apply (`path_facts`,
+/// asked only then: finding a grammar's facts is a pass over its automaton). Both walks are
+/// exact, so the result is [`super::build::walk_listed`]'s whatever the split.
+pub(super) fn walk_leaving<'f>(
     fsm: &Arc<GrammarFsm>,
     context: &[StateId],
     vocab: &Vocabulary,
     state: StateId,
     leaving: &[u32],
-    paths: Option<&PathSource<'_>>,
+    path_facts: Option<impl FnOnce() -> &'f PathFacts>,
     how: LeavingWalk,
 ) -> Walk {
     let mut walker = ListedWalker::new(fsm, context, state);
     let mut walk = Walk::default();
+    let mut path_facts = path_facts;
     let mut done = 0;
     while done < leaving.len() {
         let end = (done + how.chunk).min(leaving.len());
@@ -726,9 +728,12 @@ pub(super) fn walk_leaving(
         done = end;
         let rest = &leaving[done..];
         let costly = walker.visits() > how.max_visits_per_token.saturating_mul(done as u64);
-        if let Some(source) = paths.filter(|_| costly && rest.len() >= how.chunk) {
-            walk.append(&paths_listed(fsm, context, vocab, state, source, rest));
-            break;
+        if costly && rest.len() >= how.chunk {
+            if let Some(facts) = path_facts.take() {
+                let source = PathSource { facts: facts(), table: None, pooled: None };
+                walk.append(&paths_listed(fsm, context, vocab, state, &source, rest));
+                break;
+            }
         }
     }
     walk
@@ -848,8 +853,7 @@ mod tests {
             .tokens(["\"", "a", "ab", "c\"", "a\" x", "b\"y", "\" yab", "\"yz", "\\n", "a\\na\"", "\" ", "c\"q", "x"])
             .build()
             .unwrap();
-        let facts = super::super::byte_paths::PathFacts::new(&fsm, &vocab, None);
-        let source = PathSource { facts: &facts, table: None, pooled: None };
+        let facts = PathFacts::new(&fsm, &vocab, None);
         let loops = Loops::new(&fsm);
         let mut compared = 0;
         for state in fsm.states() {
@@ -859,7 +863,7 @@ mod tests {
                 loop_base(&vocab, &slice, super::super::build::walk_listed(&fsm, &[], &vocab, state, slice.leaving()));
             for chunk in [1, 2, 3] {
                 let how = LeavingWalk { chunk, max_visits_per_token: 0 };
-                let walk = walk_leaving(&fsm, &[], &vocab, state, slice.leaving(), Some(&source), how);
+                let walk = walk_leaving(&fsm, &[], &vocab, state, slice.leaving(), Some(|| &facts), how);
                 assert_eq!(loop_base(&vocab, &slice, walk), by_parser, "state {state}, chunk {chunk}");
             }
             compared += (slice.leaving().len() > 3) as usize;

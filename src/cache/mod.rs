@@ -486,11 +486,9 @@ impl MaskCache {
             // The leaving tokens go along byte paths too where those apply and the parser
             // reads them slowly (see `lexical_loop::LeavingWalk`).
             if !paths || !slice.leaves_most(vocab) {
-                let facts = paths.then(|| self.path_facts(fsm, vocab));
-                let source = facts.map(|facts| byte_paths::PathSource { facts, table: None, pooled: None });
+                let facts = paths.then_some(|| self.path_facts(fsm, vocab));
                 let how = lexical_loop::LeavingWalk::DEFAULT;
-                let walk =
-                    lexical_loop::walk_leaving(fsm, context, vocab, state, slice.leaving(), source.as_ref(), how);
+                let walk = lexical_loop::walk_leaving(fsm, context, vocab, state, slice.leaving(), facts, how);
                 return lexical_loop::loop_base(vocab, &slice, walk);
             }
         }

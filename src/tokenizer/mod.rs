@@ -136,7 +136,14 @@ impl TextTable {
 }
 
 /// The normal tokens by length, longest first, and per length `n` how many are longer.
-type ByLength = (Box<[u32]>, Box<[u32]>);
+/// The normal tokens by length (see [`Vocabulary::tokens_longer_than`]).
+#[derive(Clone)]
+struct ByLength {
+    /// Longest first, equal lengths in sorted order.
+    ids: Box<[u32]>,
+    /// Per length `n` up to the longest token's, how many tokens are longer than `n`.
+    longer: Box<[u32]>,
+}
 
 /// The byte side: per id its bytes under one kind, and the sorted order of normal tokens.
 #[derive(Clone)]
@@ -570,7 +577,7 @@ impl Vocabulary {
     /// The normal tokens longer than `len` bytes, longest first (equal lengths in sorted order):
     /// what a step near a repetition's bound cannot trust by length alone.
     pub fn tokens_longer_than(&self, len: usize) -> &[u32] {
-        let (ids, longer) = &self.bytes.by_length;
+        let ByLength { ids, longer } = &self.bytes.by_length;
         let n = longer.get(len).map_or(0, |&n| n as usize);
         &ids[..n]
     }
@@ -642,7 +649,7 @@ impl Vocabulary {
             + b.normal_mask.capacity() * 4
             + b.token_mask.capacity() * 4
             + b.trie.memory_usage()
-            + (b.by_length.0.len() + b.by_length.1.len()) * 4
+            + (b.by_length.ids.len() + b.by_length.longer.len()) * 4
             + self.stop_ids.len() * 4
     }
 
@@ -847,7 +854,7 @@ fn by_length(sorted_ids: &[u32], len_of: impl Fn(u32) -> usize, max: usize) -> B
         ids[*slot as usize] = id;
         *slot += 1;
     }
-    (ids.into_boxed_slice(), longer.into_boxed_slice())
+    ByLength { ids: ids.into_boxed_slice(), longer: longer.into_boxed_slice() }
 }
 
 #[cfg(test)]
