@@ -12,6 +12,7 @@
 use super::flat::FlatFsm;
 use super::minimize::minimize;
 use super::nfa::Nfa;
+use super::simulation::Simulation;
 use super::suffixes::merge_equal_suffixes;
 use super::Label;
 use crate::util::cancel::{self, Interrupted};
@@ -21,14 +22,22 @@ use std::cell::RefCell;
 /// A rule's Thompson automaton → epsilon-free, suffix-merged, and when subset construction
 /// stays within `max_dfa_states` states (or the NFA's own number of states, when larger) and
 /// `max_dfa_work` (+16 per NFA edge) edges read,
-/// deterministic and minimal; else the epsilon-free, suffix-merged NFA.
+/// deterministic and minimal; else the epsilon-free, suffix-merged NFA. When plain subset
+/// construction gives up, subsets pruned by the simulation preorder are tried
+/// ([`determinize_pruned`]); a `union` of lexical rules (see `build.rs::union_rule`) tries
+/// those first.
 ///
 /// # Errors
 /// [`Interrupted`] when the compile's watch (`util::cancel`) trips during a pass. The passes
 /// after epsilon removal then give up early and return their input (an equivalent automaton,
 /// only not reduced), so this check at the end is what keeps such an automaton out of the
 /// rule-automaton cache.
-pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) -> Result<FlatFsm, Interrupted> {
+pub(crate) fn optimize(
+    nfa: &Nfa,
+    max_dfa_states: usize,
+    max_dfa_work: usize,
+    union: bool,
+) -> Result<FlatFsm, Interrupted> {
     // Merging equal suffixes first shrinks the copies inlining made before the two
     // superlinear steps run.
     let nfa = merge_equal_suffixes(remove_epsilons(nfa)?);
@@ -38,7 +47,24 @@ pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) ->
     // would otherwise keep one Earley item per name alive after the opening quote
     // (`JsonSchemaStore---cryproj.dev`: 2,461 items, each a cache entry, 22 ms in one step).
     let states = max_dfa_states.max(nfa.state_len());
-    let mut out = match determinize(nfa, states, work) {
+    // A blow-up may come from subsets that differ only in states whose words another member
+    // reads already; pruned by simulation, those subsets are one.
+    let pruned = |nfa: FlatFsm| {
+        if is_deterministic(&nfa) {
+            return Ok(nfa);
+        }
+        match Simulation::of(&nfa, work.saturating_mul(SIMULATION_WORK)) {
+            Some(sim) => determinize_pruned(nfa, &sim, states, work),
+            None => Err(nfa),
+        }
+    };
+    let dfa = match union {
+        // A union of patterns is where such subsets are known to come (see `simulation.rs`):
+        // plain subset construction would spend its whole budget before giving up.
+        true => pruned(nfa).or_else(|nfa| determinize(nfa, states, work)),
+        false => determinize(nfa, states, work).or_else(pruned),
+    };
+    let mut out = match dfa {
         // Minimization is O(E log n) and finds the unique minimal DFA, so merging suffixes of
         // the DFA first (as the quadratic Moore refinement needed) would only repeat its work.
         Ok(dfa) => minimize(dfa),
@@ -48,6 +74,11 @@ pub(crate) fn optimize(nfa: &Nfa, max_dfa_states: usize, max_dfa_work: usize) ->
     out.shrink_to_fit();
     Ok(out)
 }
+
+/// The work budget of the simulation preorder, in multiples of subset construction's (a
+/// union of seven patterns needs 3× that). It is computed only for a union rule or a rule
+/// whose plain subset construction gave up, so the grammars that determinize are not slowed.
+const SIMULATION_WORK: usize = 8;
 
 /// Returns an equivalent automaton without epsilon edges, restricted to reachable states,
 /// with edges sorted and duplicates removed. States are numbered in breadth-first order.
@@ -184,11 +215,24 @@ pub(crate) fn determinize(fsm: FlatFsm, max_states: usize, max_work: usize) -> R
     if is_deterministic(&fsm) {
         return Ok(fsm);
     }
-    with_scratch(|scratch| determinize_with(fsm, max_states, max_work, scratch))
+    with_scratch(|scratch| determinize_with(fsm, None, max_states, max_work, scratch))
+}
+
+/// [`determinize`], dropping from every subset the states another member simulates (`sim`,
+/// the simulation preorder of `fsm`): each subset accepts the same words with fewer states, so
+/// subsets that differed only in such states become one.
+pub(crate) fn determinize_pruned(
+    fsm: FlatFsm,
+    sim: &Simulation,
+    max_states: usize,
+    max_work: usize,
+) -> Result<FlatFsm, FlatFsm> {
+    with_scratch(|scratch| determinize_with(fsm, Some(sim), max_states, max_work, scratch))
 }
 
 fn determinize_with(
     fsm: FlatFsm,
+    prune: Option<&Simulation>,
     max_states: usize,
     max_work: usize,
     scratch: &mut Scratch,
@@ -253,6 +297,9 @@ fn determinize_with(
             }
             targets.sort_unstable();
             targets.dedup();
+            if let Some(sim) = prune {
+                sim.prune(targets);
+            }
             let t = intern(subsets, &mut out, targets);
             // Merge with the previous edge when contiguous and same target.
             if let Some((Label::Bytes(_, phi), pt)) = out.open_edges().last_mut() {
@@ -268,6 +315,9 @@ fn determinize_with(
             group.clear();
             group.extend(run.iter().map(|&(_, t)| t));
             group.dedup();
+            if let Some(sim) = prune {
+                sim.prune(group);
+            }
             let t = intern(subsets, &mut out, group);
             out.push_edge(Label::Rule(run[0].0), t);
         }
@@ -450,7 +500,7 @@ mod tests {
             let min = minimize(dfa.clone());
             // Merging suffixes before minimizing (as the pipeline once did) changes nothing.
             prop_assert_eq!(minimize(merge_equal_suffixes(dfa.clone())).state_len(), min.state_len());
-            let optimized = optimize(&nfa_of(&fsm), 10_000, usize::MAX).unwrap();
+            let optimized = optimize(&nfa_of(&fsm), 10_000, usize::MAX, false).unwrap();
             prop_assert_eq!(optimized.state_len(), min.state_len());
             let (plain, merged, dfa, min, optimized) =
                 (plain.to_fsm(), merged.to_fsm(), dfa.to_fsm(), min.to_fsm(), optimized.to_fsm());
@@ -461,6 +511,35 @@ mod tests {
                 prop_assert_eq!(accepts(&dfa, &w), want, "DFA, {:?}", w);
                 prop_assert_eq!(accepts(&min, &w), want, "minimal DFA, {:?}", w);
                 prop_assert_eq!(accepts(&optimized, &w), want, "pipeline, {:?}", w);
+            }
+        }
+
+        /// Every pair of the simulation preorder is an inclusion of languages, and subset
+        /// construction pruned by it keeps the language and, minimized, gives the minimal DFA.
+        #[test]
+        fn pruned_subsets_keep_the_language(fsm in automaton()) {
+            let nfa = merge_equal_suffixes(remove_epsilons(&nfa_of(&fsm)).unwrap());
+            let sim = Simulation::of(&nfa, usize::MAX).expect("small automata");
+            let flat = nfa.to_fsm();
+            let short = words(3);
+            for p in 0..nfa.state_len() as u32 {
+                for q in 0..nfa.state_len() as u32 {
+                    if !sim.simulates(p, q) {
+                        continue;
+                    }
+                    let (from_p, from_q) = (Fsm { start: p, ..flat.clone() }, Fsm { start: q, ..flat.clone() });
+                    for w in &short {
+                        prop_assert!(!accepts(&from_q, w) || accepts(&from_p, w), "{} simulates {}: {:?}", p, q, w);
+                    }
+                }
+            }
+            let pruned = determinize_pruned(nfa.clone(), &sim, 10_000, usize::MAX).expect("small automata");
+            prop_assert!(is_deterministic(&pruned));
+            let plain = determinize(nfa, 10_000, usize::MAX).expect("small automata");
+            prop_assert_eq!(minimize(pruned.clone()).state_len(), minimize(plain).state_len());
+            let pruned = pruned.to_fsm();
+            for w in words(4) {
+                prop_assert_eq!(accepts(&pruned, &w), accepts(&fsm, &w), "{:?}", w);
             }
         }
 
@@ -514,7 +593,7 @@ mod tests {
         }
         let merged = merge_equal_suffixes(remove_epsilons(&nfa).unwrap());
         let limit = 100;
-        let dfa = optimize(&nfa, limit, 0).unwrap();
+        let dfa = optimize(&nfa, limit, 0, false).unwrap();
         assert!(is_deterministic(&dfa), "{} NFA states", merged.state_len());
         // The trie has more states than the limit: without the NFA's own size as the limit,
         // subset construction would give up.

@@ -32,6 +32,7 @@ pub mod lookahead;
 mod minimize;
 mod nfa;
 mod rule_cache;
+mod simulation;
 mod suffixes;
 mod tag_dispatch;
 mod token;
