@@ -40,12 +40,26 @@ use crate::util::bitset::{allowed_ids, count_allowed, is_allowed, mask_words};
 use crate::util::byteset::ByteSet;
 use crate::util::sentinel::Sentinel;
 
+use super::rule_steps::{RuleSteps, StateRows};
+
 /// A repetition whose loop-backs are forced (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Forced {
     start: StateId,
     /// The structural key of the repetition's automaton (pool key of its [`LoopCounts`]).
     pub(crate) key: u128,
+    /// Its byte steps, tabled on first use.
+    steps: OnceLock<RuleSteps>,
+}
+
+/// One byte read in a forced repetition ([`Forced::loops`]).
+enum Read {
+    /// On at this state, with this many loop-backs.
+    On((StateId, u32)),
+    /// The repetition ends before the byte.
+    Ends,
+    /// The repetition cannot read the byte.
+    Unknown,
 }
 
 /// How a token reads inside a forced repetition.
@@ -61,29 +75,41 @@ pub(crate) enum Reading {
 impl Forced {
     /// The reading of `bytes` from `state` (a state of the repetition).
     pub(crate) fn loops(&self, fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> Reading {
-        let mut q = state;
-        let mut loops = 0;
+        let steps = self.steps(fsm);
+        let mut at = (state, 0);
         for &b in bytes {
-            if Sentinel::is_lead(b) {
-                return Reading::Unknown;
-            }
-            match super::lexical_loop::step(fsm, q, b) {
-                Some(next) => q = next,
-                // Before any byte of an iteration (the start has no incoming edge): the
-                // repetition ends here, if the item's count allows (the entry decided that).
-                None if q == self.start => break,
-                None if !fsm.is_final(q) => return Reading::Unknown,
-                None => match super::lexical_loop::step(fsm, self.start, b) {
-                    Some(next) => {
-                        loops += 1;
-                        q = next;
-                    }
-                    // The repetition ends; what follows reads the rest.
-                    None => break,
-                },
+            match self.read(fsm, steps, at, b) {
+                Read::On(next) => at = next,
+                Read::Ends => break,
+                Read::Unknown => return Reading::Unknown,
             }
         }
-        Reading::Loops(loops)
+        Reading::Loops(at.1)
+    }
+
+    /// Reads `b` at `(state, loops)`.
+    #[inline]
+    fn read(&self, fsm: &GrammarFsm, steps: &RuleSteps, (q, loops): (StateId, u32), b: u8) -> Read {
+        if Sentinel::is_lead(b) {
+            return Read::Unknown;
+        }
+        match steps.step(fsm, q, b) {
+            Some(next) => Read::On((next, loops)),
+            // Before any byte of an iteration (the start has no incoming edge): the
+            // repetition ends here, if the item's count allows (the entry decided that).
+            None if q == self.start => Read::Ends,
+            None if !fsm.is_final(q) => Read::Unknown,
+            None => match steps.step(fsm, self.start, b) {
+                Some(next) => Read::On((next, loops + 1)),
+                // The repetition ends; what follows reads the rest.
+                None => Read::Ends,
+            },
+        }
+    }
+
+    /// The repetition's byte steps.
+    fn steps(&self, fsm: &GrammarFsm) -> &RuleSteps {
+        self.steps.get_or_init(|| RuleSteps::new(fsm, fsm.rule_of(self.start)))
     }
 
     /// The repetition's start state: items there use a [`LoopCounts`] table.
@@ -92,13 +118,21 @@ impl Forced {
     }
 }
 
-/// The forced repetitions of a grammar, by rule, found on first use.
+/// The forced and bounded repetitions of a grammar, found per rule on first use (a grammar
+/// of a length-counted pattern has hundreds of thousands of states, and a pass over all of
+/// them per fact cost 4 ms in the first fill that met a bound).
 #[derive(Debug)]
 pub(crate) struct ForcedRules {
-    by_rule: Vec<Option<Forced>>,
-    /// Per rule, how the loop-backs of a bounded repetition are bounded (see the module docs;
-    /// forced ones too).
-    bounded: Vec<Option<Bound>>,
+    facts: Box<[OnceLock<RuleFacts>]>,
+    /// Per rule, the state its only call returns to (see [`return_states`]), on first use.
+    returns: OnceLock<Vec<Option<StateId>>>,
+}
+
+/// How one rule's loop-backs are known.
+#[derive(Debug, Default)]
+struct RuleFacts {
+    bound: Option<Bound>,
+    forced: Option<Forced>,
 }
 
 /// How the loop-backs of a bounded repetition are bounded (see the module docs).
@@ -106,80 +140,74 @@ pub(crate) struct ForcedRules {
 pub(crate) enum Bound {
     /// By walking the body ([`upper_bound`]).
     Walk,
+    /// By walking the body and, where a reading leaves the repetition, its caller from the
+    /// state its only call returns to ([`Verdict::of_readings`]).
+    WalkOn(StateId),
     /// By the token's bytes that may begin an iteration.
     FirstBytes(ByteSet),
 }
 
 impl ForcedRules {
-    /// Every counted rule of `fsm` whose loop-backs are forced, given `follow`, the bytes that
-    /// may follow each rule.
-    pub(crate) fn new(fsm: &GrammarFsm, follow: &[ByteSet]) -> Self {
-        let rules = FsmRuleId::range(fsm.rules().len());
-        // Bytes only and one edge per byte: walked.
-        let walked: Vec<bool> = rules
-            .clone()
-            .map(|r| {
-                fsm.rule_states(r).all(|s| {
-                    let edges = fsm.byte_edges(s);
-                    fsm.rule_edges(s).is_empty() && edges.windows(2).all(|w| w[0].hi < w[1].lo)
-                })
-            })
-            .collect();
-        // The first bytes of rule starts, only when some repetition calls rules.
-        let mut first_bytes: Option<Vec<ByteSet>> = None;
-        let bounded: Vec<Option<Bound>> = rules
-            .clone()
-            .map(|r| {
-                let rule = fsm.rule(r);
-                // Every iteration reads a byte: the start is not final, and calls no rule that
-                // may read nothing.
-                let reads_a_byte =
-                    !fsm.is_final(rule.start) && fsm.rule_edges(rule.start).iter().all(|e| !fsm.rule(e.rule).nullable);
-                match rule.kind {
-                    RuleKind::Counted { .. } if reads_a_byte && walked[r] => Some(Bound::Walk),
-                    RuleKind::Counted { .. } if reads_a_byte => {
-                        let first = first_bytes.get_or_insert_with(|| crate::fsm::lookahead::start_first_sets(fsm));
-                        Some(Bound::FirstBytes(first[r.index()]))
-                    }
-                    _ => None,
-                }
-            })
-            .collect();
-        let by_rule = rules
-            .map(|r| {
-                let rule = fsm.rule(r);
-                // ... and an iteration ends where nothing more is read.
-                let ends_at_its_last_byte =
-                    fsm.rule_states(r).all(|s| fsm.byte_edges(s).is_empty() || !fsm.is_final(s));
-                let mut first = ByteSet::EMPTY;
-                for e in fsm.byte_edges(rule.start) {
-                    first.insert_range(e.lo, e.hi);
-                }
-                // A nullable body (its start is final) may loop back without a byte. A rule
-                // that is nullable only for its minimum of 0 is not excluded: at its start, the
-                // first byte alone decides between an iteration and what follows.
-                let forced =
-                    matches!(bounded[r], Some(Bound::Walk)) && ends_at_its_last_byte && !first.intersects(&follow[r]);
-                forced.then(|| {
-                    let inside = |s: StateId| fsm.rule_of(s) == r;
-                    // Where iterations end matters to the counts: final states are marked.
-                    let finals = |s: StateId| if fsm.is_final(s) { ByteSet::FULL } else { ByteSet::EMPTY };
-                    let key = super::lexical_loop::region_key(fsm, rule.start, inside, finals);
-                    Forced { start: rule.start, key }
-                })
-            })
-            .collect();
-        ForcedRules { by_rule, bounded }
+    /// Nothing known yet about the rules of `fsm`.
+    pub(crate) fn new(fsm: &GrammarFsm) -> Self {
+        let facts = (0..fsm.rules().len()).map(|_| OnceLock::new()).collect();
+        ForcedRules { facts, returns: OnceLock::new() }
     }
 
-    /// How the loop-backs of the repetition `state` belongs to are bounded, if they are.
-    pub(crate) fn bound(&self, fsm: &GrammarFsm, state: StateId) -> Option<Bound> {
-        self.bounded[fsm.rule_of(state)]
+    /// How the loop-backs of the repetition `state` belongs to are bounded, if they are;
+    /// `follow` holds the bytes that may follow each rule.
+    pub(crate) fn bound(&self, fsm: &GrammarFsm, follow: &[ByteSet], state: StateId) -> Option<Bound> {
+        self.facts(fsm, follow, fsm.rule_of(state)).bound
     }
 
     /// The forced repetition `state` belongs to, if any.
-    pub(crate) fn of(&self, fsm: &GrammarFsm, state: StateId) -> Option<&Forced> {
-        self.by_rule[fsm.rule_of(state)].as_ref()
+    pub(crate) fn of(&self, fsm: &GrammarFsm, follow: &[ByteSet], state: StateId) -> Option<&Forced> {
+        self.facts(fsm, follow, fsm.rule_of(state)).forced.as_ref()
+    }
+
+    fn facts(&self, fsm: &GrammarFsm, follow: &[ByteSet], r: FsmRuleId) -> &RuleFacts {
+        self.facts[r.index()].get_or_init(|| self.find(fsm, follow, r))
+    }
+
+    /// The facts of rule `r`.
+    fn find(&self, fsm: &GrammarFsm, follow: &[ByteSet], r: FsmRuleId) -> RuleFacts {
+        let rule = fsm.rule(r);
+        let RuleKind::Counted { min, .. } = rule.kind else { return RuleFacts::default() };
+        // Every iteration reads a byte: the start is not final, and calls no rule that may
+        // read nothing.
+        let reads_a_byte =
+            !fsm.is_final(rule.start) && fsm.rule_edges(rule.start).iter().all(|e| !fsm.rule(e.rule).nullable);
+        if !reads_a_byte {
+            return RuleFacts::default();
+        }
+        // Bytes only and one edge per byte: walked.
+        let walked = fsm.rule_states(r).all(|s| {
+            let edges = fsm.byte_edges(s);
+            fsm.rule_edges(s).is_empty() && edges.windows(2).all(|w| w[0].hi < w[1].lo)
+        });
+        let bound = match (walked, min) {
+            (true, 0) => self.returns.get_or_init(|| return_states(fsm))[r.index()].map_or(Bound::Walk, Bound::WalkOn),
+            (true, _) => Bound::Walk,
+            (false, _) => Bound::FirstBytes(crate::fsm::lookahead::state_first_bytes(fsm, rule.start)),
+        };
+        // ... and an iteration ends where nothing more is read.
+        let ends_at_its_last_byte = fsm.rule_states(r).all(|s| fsm.byte_edges(s).is_empty() || !fsm.is_final(s));
+        let mut first = ByteSet::EMPTY;
+        for e in fsm.byte_edges(rule.start) {
+            first.insert_range(e.lo, e.hi);
+        }
+        // A nullable body (its start is final) may loop back without a byte. A rule that is
+        // nullable only for its minimum of 0 is not excluded: at its start, the first byte
+        // alone decides between an iteration and what follows.
+        let forced = walked && ends_at_its_last_byte && !first.intersects(&follow[r]);
+        let forced = forced.then(|| {
+            let inside = |s: StateId| fsm.rule_of(s) == r;
+            // Where iterations end matters to the counts: final states are marked.
+            let finals = |s: StateId| if fsm.is_final(s) { ByteSet::FULL } else { ByteSet::EMPTY };
+            let key = super::lexical_loop::region_key(fsm, rule.start, inside, finals);
+            Forced { start: rule.start, key, steps: OnceLock::new() }
+        });
+        RuleFacts { bound: Some(bound), forced }
     }
 }
 
@@ -196,10 +224,37 @@ pub(crate) struct LoopCounts {
 
 impl LoopCounts {
     /// The counts of every token of `vocab` read from the start of `forced`.
+    ///
+    /// The tokens are read in sorted order, each from where the previous one's reading of
+    /// their common prefix got to (`path[i]`: after `i + 1` bytes), so shared prefixes are read
+    /// once.
     pub(crate) fn new(fsm: &GrammarFsm, vocab: &Vocabulary, forced: &Forced) -> Self {
         let mut loops = vec![u32::MAX; vocab.vocab_size()].into_boxed_slice();
+        let steps = forced.steps(fsm);
+        let mut path: Vec<(StateId, u32)> = Vec::new();
+        let mut previous: &[u8] = &[];
         for (pos, &id) in vocab.sorted_token_ids().iter().enumerate() {
-            if let Reading::Loops(n) = forced.loops(fsm, forced.start, vocab.sorted_token_bytes(pos)) {
+            let bytes = vocab.sorted_token_bytes(pos);
+            let common = bytes.iter().zip(previous).take_while(|(a, b)| a == b).count();
+            path.truncate(common);
+            previous = bytes;
+            let mut at = path.last().copied().unwrap_or((forced.start, 0));
+            let mut reading = Some(at.1);
+            for &b in &bytes[path.len()..] {
+                match forced.read(fsm, steps, at, b) {
+                    Read::On(next) => {
+                        at = next;
+                        path.push(at);
+                        reading = Some(at.1);
+                    }
+                    Read::Ends => break,
+                    Read::Unknown => {
+                        reading = None;
+                        break;
+                    }
+                }
+            }
+            if let Some(n) = reading {
                 loops[id as usize] = n;
             }
         }
@@ -270,7 +325,7 @@ impl LoopCounts {
 /// wherever an iteration ends and the start reads the next byte, read on where it is, or leave
 /// the repetition where an iteration ends (its count then no longer matters); readings in the
 /// same state keep the most.
-pub(crate) fn upper_bound(fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> u32 {
+pub(crate) fn upper_bound(fsm: &GrammarFsm, steps: &RuleSteps, state: StateId, bytes: &[u8]) -> u32 {
     let start = fsm.rule(fsm.rule_of(state)).start;
     // At most MAX_READINGS states at once, on the stack (a bound is computed for up to the
     // whole vocabulary at a small budget); beyond that, the token's length bounds it.
@@ -283,11 +338,11 @@ pub(crate) fn upper_bound(fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> u32
         }
         let mut next = Readings::default();
         for &(s, n) in live.as_slice() {
-            if let Some(t) = super::lexical_loop::step(fsm, s, b) {
+            if let Some(t) = steps.step(fsm, s, b) {
                 next.add(t, n);
             }
             if fsm.is_final(s) {
-                if let Some(t) = super::lexical_loop::step(fsm, start, b) {
+                if let Some(t) = steps.step(fsm, start, b) {
                     next.add(t, n + 1);
                     most = most.max(n + 1);
                 }
@@ -302,6 +357,140 @@ pub(crate) fn upper_bound(fsm: &GrammarFsm, state: StateId, bytes: &[u8]) -> u32
         live = next;
     }
     most
+}
+
+/// Per counted rule, the state its only call returns to, when its caller's automaton has one
+/// byte edge per byte: there a reading that leaves the repetition can be read on. Each
+/// occurrence of a repetition is a counted rule of its own, so it is called once, unless the
+/// rule holding it was copied by inlining.
+fn return_states(fsm: &GrammarFsm) -> Vec<Option<StateId>> {
+    let n = fsm.rules().len();
+    let mut calls = vec![0u32; n];
+    let mut returns: Vec<Option<StateId>> = vec![None; n];
+    let mut one_edge_per_byte = vec![true; n];
+    for s in fsm.states() {
+        if fsm.byte_edges(s).windows(2).any(|w| w[0].hi >= w[1].lo) {
+            one_edge_per_byte[fsm.rule_of(s).index()] = false;
+        }
+    }
+    for s in fsm.states() {
+        for e in fsm.rule_edges(s) {
+            let r = e.rule.index();
+            if matches!(fsm.rule(e.rule).kind, RuleKind::Counted { .. }) {
+                calls[r] += 1;
+                returns[r] = one_edge_per_byte[fsm.rule_of(s).index()].then_some(e.target);
+            }
+        }
+    }
+    for (r, &c) in calls.iter().enumerate() {
+        if c != 1 {
+            returns[r] = None;
+        }
+    }
+    returns
+}
+
+/// What the readings of one token say about the budgets it is valid with (see
+/// [`Verdict::of_readings`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    /// The token is valid with this many loop-backs left or more.
+    pub(crate) valid_from: u32,
+    /// With this many or more (and fewer than `valid_from`), only the parser can tell.
+    pub(crate) check_from: u32,
+}
+
+impl Verdict {
+    /// The verdict of a bound alone: valid within it, the parser's to decide beyond.
+    fn bounded(bound: u32) -> Self {
+        Verdict { valid_from: bound, check_from: 0 }
+    }
+
+    /// The verdict on `bytes` read from `state`, a state of a repetition bounded by
+    /// [`Bound::WalkOn`] whose only call returns to `returns_to`.
+    ///
+    /// A reading that stays inside the repetition to the token's end is valid when its
+    /// loop-backs fit the budget: the repetition can end its iteration and stop there. A
+    /// reading that leaves the repetition where an iteration ends (its minimum is 0) hands the
+    /// rest to the caller at `returns_to`; walking the caller's automaton decides it unless
+    /// the walk passes a state where the caller may end or call a rule, when what reads on
+    /// depends on the stack. The least loop-backs of a valid reading and of an undecided one
+    /// make the verdict. A token at a word count's bound (` the` after the last word but one,
+    /// which may begin the last word) is decided here, where a bound alone sent every such
+    /// token to the parser (57,096 of Llama 3's tokens, 6–8 ms per step).
+    pub(crate) fn of_readings(
+        fsm: &GrammarFsm,
+        (steps, caller): (&RuleSteps, &mut StateRows),
+        state: StateId,
+        bytes: &[u8],
+        returns_to: StateId,
+    ) -> Self {
+        let start = fsm.rule(fsm.rule_of(state)).start;
+        let mut verdict = Verdict { valid_from: u32::MAX, check_from: u32::MAX };
+        let mut live = Readings::default();
+        live.add_least(state, 0);
+        for (at, &b) in bytes.iter().enumerate() {
+            if Sentinel::is_lead(b) {
+                return Verdict::bounded(bytes.len() as u32);
+            }
+            let mut next = Readings::default();
+            let mut leaving: Option<u32> = None;
+            for &(s, n) in live.as_slice() {
+                if let Some(t) = steps.step(fsm, s, b) {
+                    next.add_least(t, n);
+                }
+                if fsm.is_final(s) {
+                    leaving = Some(leaving.map_or(n, |m| m.min(n)));
+                    if let Some(t) = steps.step(fsm, start, b) {
+                        next.add_least(t, n + 1);
+                    }
+                }
+            }
+            // A reading that leaves with as many loop-backs as a valid one changes nothing.
+            if let Some(n) = leaving.filter(|&n| n < verdict.valid_from) {
+                match caller_reads(fsm, caller, returns_to, &bytes[at..]) {
+                    Some(true) => verdict.valid_from = n,
+                    Some(false) => {}
+                    None => verdict.check_from = verdict.check_from.min(n),
+                }
+            }
+            if next.overflowed {
+                return Verdict::bounded(bytes.len() as u32);
+            }
+            if next.len == 0 {
+                return verdict.within_length(bytes.len());
+            }
+            live = next;
+        }
+        if let Some(n) = live.as_slice().iter().map(|&(_, n)| n).min() {
+            verdict.valid_from = verdict.valid_from.min(n);
+        }
+        verdict.within_length(bytes.len())
+    }
+
+    /// No reading of an accepted token loops back more often than it has bytes, so it is
+    /// valid with that many left, whatever the readings said.
+    fn within_length(mut self, len: usize) -> Self {
+        self.valid_from = self.valid_from.min(len as u32);
+        self.check_from = self.check_from.min(self.valid_from);
+        self
+    }
+}
+
+/// Whether the caller reads `rest` from `state` (its automaton has one edge per byte): `None`
+/// when the walk dies after passing a state where the caller may end or call a rule (what
+/// reads on there depends on the stack).
+fn caller_reads(fsm: &GrammarFsm, caller: &mut StateRows, state: StateId, rest: &[u8]) -> Option<bool> {
+    let mut s = state;
+    let mut depends = false;
+    for &b in rest {
+        depends |= fsm.is_final(s) || !fsm.rule_edges(s).is_empty();
+        match caller.step(fsm, s, b) {
+            Some(t) => s = t,
+            None => return if depends { None } else { Some(false) },
+        }
+    }
+    Some(true)
 }
 
 /// The most readings [`upper_bound`] follows at once.
@@ -321,9 +510,19 @@ impl Readings {
         &self.at[..self.len]
     }
 
+    /// Adds a reading at `t` with `n` loop-backs; readings at one state keep the most.
     fn add(&mut self, t: StateId, n: u32) {
+        self.merge(t, n, u32::max);
+    }
+
+    /// Adds a reading at `t` with `n` loop-backs; readings at one state keep the least.
+    fn add_least(&mut self, t: StateId, n: u32) {
+        self.merge(t, n, u32::min);
+    }
+
+    fn merge(&mut self, t: StateId, n: u32, keep: fn(u32, u32) -> u32) {
         match self.at[..self.len].iter_mut().find(|(q, _)| *q == t) {
-            Some((_, m)) => *m = (*m).max(n),
+            Some((_, m)) => *m = keep(*m, n),
             None if self.len < MAX_READINGS => {
                 self.at[self.len] = (t, n);
                 self.len += 1;
@@ -343,68 +542,85 @@ impl Readings {
 pub(crate) struct LoopBounds {
     state: StateId,
     bound: Bound,
+    /// The repetition's byte steps, tabled on first use.
+    steps: OnceLock<RuleSteps>,
     /// (A std mutex: matchers of the grammar share the bounds; see `cache::MaskCache`.)
     so_far: Mutex<BoundsSoFar>,
 }
 
 #[derive(Debug)]
 struct BoundsSoFar {
-    /// The bound of every normal token longer than this many bytes is indexed.
+    /// The verdict of every normal token longer than this many bytes is indexed.
     longer_than: usize,
-    /// Per bound from 1 on (index `bound - 1`), the tokens with that bound.
-    by_bound: Vec<Vec<u32>>,
+    /// Per `valid_from` from 1 on (index `valid_from - 1`), the tokens with it and their
+    /// `check_from` (see [`Verdict`]).
+    by_bound: Vec<Vec<(u32, u32)>>,
+    /// The byte steps of the caller's states the verdicts walked.
+    caller: StateRows,
 }
 
 impl LoopBounds {
     /// No bound known yet, for items of `state` (bounded by `bound`) over `vocab`.
     pub(crate) fn new(state: StateId, bound: Bound, vocab: &Vocabulary) -> Self {
-        let so_far = BoundsSoFar { longer_than: vocab.max_token_len(), by_bound: Vec::new() };
-        LoopBounds { state, bound, so_far: Mutex::new(so_far) }
+        let so_far =
+            BoundsSoFar { longer_than: vocab.max_token_len(), by_bound: Vec::new(), caller: StateRows::default() };
+        LoopBounds { state, bound, steps: OnceLock::new(), so_far: Mutex::new(so_far) }
     }
 
-    /// The bound of a token of `bytes`.
-    fn of(&self, fsm: &GrammarFsm, bytes: &[u8]) -> usize {
+    /// The verdict on a token of `bytes`.
+    fn of(&self, fsm: &GrammarFsm, bytes: &[u8], caller: &mut StateRows) -> Verdict {
+        let steps = || self.steps.get_or_init(|| RuleSteps::new(fsm, fsm.rule_of(self.state)));
         match &self.bound {
-            Bound::Walk => upper_bound(fsm, self.state, bytes) as usize,
-            Bound::FirstBytes(first) => bytes.iter().filter(|&&b| first.contains(b)).count(),
+            Bound::Walk => Verdict::bounded(upper_bound(fsm, steps(), self.state, bytes)),
+            Bound::WalkOn(returns_to) => Verdict::of_readings(fsm, (steps(), caller), self.state, bytes, *returns_to),
+            Bound::FirstBytes(first) => Verdict::bounded(bytes.iter().filter(|&&b| first.contains(b)).count() as u32),
         }
     }
 
-    /// Calls `beyond` with every normal token of `vocab` that `accepted` (a bitset by id) holds
-    /// and whose bound exceeds `budget`. `accepted` (the tokens the entry of the bounds' slot
-    /// accepts) must be the same set at every call: only its tokens get a bound (most tokens of
-    /// a list item's state are not accepted, and a walk of the whole vocabulary cost 10 ms at
-    /// budget 0).
+    /// Calls `beyond(id, check)` with every normal token of `vocab` that `accepted` (a bitset
+    /// by id) holds and that items with `least` loop-backs left cannot trust: `check` when
+    /// items with up to `most` left may read it (the parser decides), else it is valid for no
+    /// item. `accepted` (the tokens the entry of the bounds' slot accepts) must be the same set
+    /// at every call: only its tokens get a verdict (most tokens of a list item's state are not
+    /// accepted, and a walk of the whole vocabulary cost 10 ms at budget 0).
     pub(crate) fn for_each_beyond(
         &self,
         fsm: &GrammarFsm,
         vocab: &Vocabulary,
-        budget: u32,
+        (least, most): (u32, u32),
         accepted: &[u32],
-        beyond: impl FnMut(u32),
+        mut beyond: impl FnMut(u32, bool),
     ) {
         let mut so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let budget = budget as usize;
+        let budget = least as usize;
         if budget < so_far.longer_than {
             let newly_longer = (budget + 1)..=so_far.longer_than;
             for id in accepted_of_lengths(vocab, &newly_longer, accepted) {
-                let bound = self.of(fsm, vocab.token_bytes(id));
+                let verdict = self.of(fsm, vocab.token_bytes(id), &mut so_far.caller);
+                let bound = verdict.valid_from as usize;
                 if bound > 0 {
                     if so_far.by_bound.len() < bound {
                         so_far.by_bound.resize_with(bound, Vec::new);
                     }
-                    so_far.by_bound[bound - 1].push(id);
+                    so_far.by_bound[bound - 1].push((id, verdict.check_from));
                 }
             }
             so_far.longer_than = budget;
         }
-        so_far.by_bound.iter().skip(budget).flatten().copied().for_each(beyond);
+        for (i, tokens) in so_far.by_bound.iter().enumerate().skip(budget) {
+            // `by_bound[i]` holds the tokens valid from `i + 1` loop-backs left.
+            let valid_for_some = (i as u32) < most;
+            for &(id, check_from) in tokens {
+                beyond(id, valid_for_some || check_from <= most);
+            }
+        }
     }
 
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
         let so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        so_far.by_bound.iter().map(|ids| ids.capacity() * 4).sum()
+        let steps = self.steps.get().map_or(0, RuleSteps::memory_usage);
+        steps + so_far.caller.memory_usage() + so_far.by_bound.iter().map(|ids| ids.capacity() * 8).sum::<usize>()
     }
 }
 
@@ -466,7 +682,38 @@ mod tests {
             (in_word, "b  a b ", 2),
             (in_word, "!", 0),
         ] {
-            assert_eq!(upper_bound(&fsm, from, text.as_bytes()), bound, "{text:?}");
+            let steps = RuleSteps::new(&fsm, fsm.rule_of(start));
+            assert_eq!(upper_bound(&fsm, &steps, from, text.as_bytes()), bound, "{text:?}");
+        }
+    }
+
+    /// The count table, read along shared prefixes, gives every token the count of its own
+    /// reading from the start (a string of at most 40 characters; tokens of `a`, `b`, `é` and
+    /// the closing quote, many sharing prefixes, some ending the string part-way).
+    #[test]
+    fn a_count_table_read_along_shared_prefixes_equals_each_tokens_reading() {
+        let g = crate::parse_ebnf("r ::= ([ab] | \"é\"){0,40} \"\\\"\"", "r").unwrap();
+        let limits = crate::fsm::FsmLimits { max_expanded_repeat: 2, ..crate::fsm::FsmLimits::default() };
+        let fsm = crate::fsm::build_grammar_fsm(&g, &limits).unwrap();
+        let counted = fsm.rules().iter().position(|r| matches!(r.kind, RuleKind::Counted { .. })).unwrap();
+        let forced = ForcedRules::new(&fsm);
+        let follow = crate::fsm::lookahead::follow_sets(&fsm);
+        let start = fsm.rule(FsmRuleId::new(counted)).start;
+        let f = forced.of(&fsm, &follow, start).expect("one character per iteration is forced");
+        let mut next = xorshift(0x1234_5678_9abc_def1);
+        let pieces = ["a", "b", "\"", "é"];
+        let mut texts: Vec<String> =
+            (0..400).map(|_| (0..1 + next(6)).map(|_| pieces[next(4) as usize]).collect()).collect();
+        texts.sort();
+        texts.dedup();
+        let vocab = crate::tokenizer::VocabularyBuilder::new().tokens(texts).build().unwrap();
+        let counts = LoopCounts::new(&fsm, &vocab, f);
+        for (pos, &id) in vocab.sorted_token_ids().iter().enumerate() {
+            let want = match f.loops(&fsm, start, vocab.sorted_token_bytes(pos)) {
+                Reading::Loops(n) => n,
+                Reading::Unknown => u32::MAX,
+            };
+            assert_eq!(counts.loops[id as usize], want, "{:?}", vocab.sorted_token_bytes(pos));
         }
     }
 
@@ -501,6 +748,7 @@ mod tests {
         let texts = ["a", "b", "ab", " a", "a b", "ab ab", "a b a", "ab ab a", "b  a b ", "a a a a", " ", "!"];
         let vocab = crate::tokenizer::VocabularyBuilder::new().tokens(texts).build().unwrap();
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let steps = RuleSteps::new(&fsm, fsm.rule_of(start));
         for round in 0..40 {
             // Every other round accepts one or two tokens only: the accepted tokens are listed.
             let mut accepted = vec![0u32; vocab.vocab_size().div_ceil(32)];
@@ -513,11 +761,11 @@ mod tests {
             for _ in 0..6 {
                 let budget = next(8) as u32;
                 let mut beyond = Vec::new();
-                bounds.for_each_beyond(&fsm, &vocab, budget, &accepted, |id| beyond.push(id));
+                bounds.for_each_beyond(&fsm, &vocab, (budget, budget), &accepted, |id, _| beyond.push(id));
                 beyond.sort_unstable();
                 let expected: Vec<u32> = (0..texts.len() as u32)
                     .filter(|&id| is_allowed(&accepted, id))
-                    .filter(|&id| upper_bound(&fsm, start, vocab.token_bytes(id)) > budget)
+                    .filter(|&id| upper_bound(&fsm, &steps, start, vocab.token_bytes(id)) > budget)
                     .collect();
                 assert_eq!(beyond, expected, "budget {budget}, accepted {accepted:?}");
             }

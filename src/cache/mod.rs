@@ -46,6 +46,7 @@ mod expansion;
 mod lexical_loop;
 pub mod pool;
 mod region;
+mod rule_steps;
 pub(crate) mod verdicts;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -530,9 +531,9 @@ impl MaskCache {
     /// are trusted (see `counted.rs`).
     pub(crate) fn near_bound(&self, fsm: &GrammarFsm, vocab: &Vocabulary, slot: EntrySlot) -> NearBound<'_> {
         let state = slot.state;
-        let forced = self.forced.get_or_init(|| counted::ForcedRules::new(fsm, &self.follow));
-        let Some(f) = forced.of(fsm, state) else {
-            let Some(bound) = forced.bound(fsm, state) else { return NearBound::Parser };
+        let forced = self.forced.get_or_init(|| counted::ForcedRules::new(fsm));
+        let Some(f) = forced.of(fsm, &self.follow, state) else {
+            let Some(bound) = forced.bound(fsm, &self.follow, state) else { return NearBound::Parser };
             let mut bounds = self.loop_bounds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let new = || Arc::new(counted::LoopBounds::new(state, bound, vocab));
             return NearBound::Bounds(Arc::clone(bounds.entry(slot.index()).or_insert_with(new)));

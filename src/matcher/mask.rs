@@ -40,6 +40,8 @@ pub struct MaskScratch {
     words: Vec<u32>,
     /// Words of the tokens an item near its repetition's bound trusts.
     trusted: Vec<u32>,
+    /// Ids of the accepted tokens no item near its repetition's bound may read.
+    refused: Vec<u32>,
     /// The parser's configuration, and the checks' verdicts by configuration (see
     /// `verdicts.rs`).
     configuration: Vec<u32>,
@@ -300,14 +302,21 @@ fn merge_near_bound(
             }
         }
         NearBound::Bounds(bounds) => {
-            // The tokens beyond the budget are among the trusted ones (the bounds are only
-            // computed for them): checked, then no longer trusted.
+            // The tokens beyond the budget are among the trusted ones (verdicts are only
+            // found for them): checked or refused, then no longer trusted.
             let from = scratch.check.len();
-            let check = &mut scratch.check;
-            bounds.for_each_beyond(fsm, vocab, least, &trusted, |id| check.push(position(id)));
+            let (check, refused) = (&mut scratch.check, &mut scratch.refused);
+            refused.clear();
+            bounds.for_each_beyond(fsm, vocab, (least, most), &trusted, |id, checked| match checked {
+                true => check.push(position(id)),
+                false => refused.push(id),
+            });
             let ids = vocab.sorted_token_ids();
             for &pos in &scratch.check[from..] {
                 distrust(&mut trusted, ids[pos as usize]);
+            }
+            for &id in &scratch.refused {
+                distrust(&mut trusted, id);
             }
         }
         NearBound::Parser => {
