@@ -433,6 +433,26 @@ impl Verdict {
             if Sentinel::is_lead(b) {
                 return Verdict::bounded(bytes.len() as u32);
             }
+            // One reading (a word count never has more): stepped in place, no set built.
+            if let [(s, n)] = *live.as_slice() {
+                let on = steps.step(fsm, s, b);
+                let back = if fsm.is_final(s) {
+                    verdict.leave(fsm, caller, returns_to, &bytes[at..], n);
+                    steps.step(fsm, start, b)
+                } else {
+                    None
+                };
+                match (on, back) {
+                    (Some(t), None) => live.at[0] = (t, n),
+                    (None, Some(t)) => live.at[0] = (t, n + 1),
+                    (None, None) => return verdict.within_length(bytes.len()),
+                    (Some(t), Some(u)) => {
+                        live.at[0] = (t, n);
+                        live.add_least(u, n + 1);
+                    }
+                }
+                continue;
+            }
             let mut next = Readings::default();
             let mut leaving: Option<u32> = None;
             for &(s, n) in live.as_slice() {
@@ -446,13 +466,8 @@ impl Verdict {
                     }
                 }
             }
-            // A reading that leaves with as many loop-backs as a valid one changes nothing.
-            if let Some(n) = leaving.filter(|&n| n < verdict.valid_from) {
-                match caller_reads(fsm, caller, returns_to, &bytes[at..]) {
-                    Some(true) => verdict.valid_from = n,
-                    Some(false) => {}
-                    None => verdict.check_from = verdict.check_from.min(n),
-                }
+            if let Some(n) = leaving {
+                verdict.leave(fsm, caller, returns_to, &bytes[at..], n);
             }
             if next.overflowed {
                 return Verdict::bounded(bytes.len() as u32);
@@ -466,6 +481,21 @@ impl Verdict {
             verdict.valid_from = verdict.valid_from.min(n);
         }
         verdict.within_length(bytes.len())
+    }
+
+    /// Takes in a reading that leaves the repetition with `n` loop-backs, `rest` to be read by
+    /// the caller from `returns_to`.
+    #[inline]
+    fn leave(&mut self, fsm: &GrammarFsm, caller: &mut StateRows, returns_to: StateId, rest: &[u8], n: u32) {
+        // A reading that leaves with as many loop-backs as a valid one changes nothing.
+        if n >= self.valid_from {
+            return;
+        }
+        match caller_reads(fsm, caller, returns_to, rest) {
+            Some(true) => self.valid_from = n,
+            Some(false) => {}
+            None => self.check_from = self.check_from.min(n),
+        }
     }
 
     /// No reading of an accepted token loops back more often than it has bytes, so it is
@@ -714,6 +744,31 @@ mod tests {
                 Reading::Unknown => u32::MAX,
             };
             assert_eq!(counts.loops[id as usize], want, "{:?}", vocab.sorted_token_bytes(pos));
+        }
+    }
+
+    /// A word count's verdicts: a reading inside the count needs its loop-backs, a reading that
+    /// leaves it needs none but its rest read by the caller (`[ab]+ "!"`); a rest read past the
+    /// caller's end is the parser's to decide.
+    #[test]
+    fn a_word_counts_verdict_reads_the_rest_in_its_caller() {
+        let (fsm, start) = word_count();
+        let steps = RuleSteps::new(&fsm, fsm.rule_of(start));
+        let returns_to = return_states(&fsm)[fsm.rule_of(start).index()].expect("one call site");
+        let in_word = super::super::lexical_loop::step(&fsm, start, b'a').unwrap();
+        let valid = |n| Verdict { valid_from: n, check_from: n };
+        for (text, want) in [
+            ("a", valid(0)),
+            (" a", valid(0)),
+            (" a b", valid(1)),
+            (" a b a", valid(2)),
+            (" a!", valid(0)),
+            (" a!x", Verdict { valid_from: 4, check_from: 0 }),
+            (" a x", valid(4)),
+        ] {
+            let mut caller = StateRows::default();
+            let got = Verdict::of_readings(&fsm, (&steps, &mut caller), in_word, text.as_bytes(), returns_to);
+            assert_eq!(got, want, "{text:?}");
         }
     }
 

@@ -7,7 +7,6 @@
 //! counter took 7 ms that way. A table of 256 targets per state makes each step one load.
 
 use crate::fsm::{FsmRuleId, GrammarFsm, StateId};
-use crate::util::hash::FastMap;
 
 /// The most states a rule may have for its table (256 KiB at this bound); larger rules step
 /// through their edges.
@@ -62,33 +61,45 @@ impl RuleSteps {
     }
 }
 
-/// The most states a [`StateRows`] tables.
-const MAX_ROWS: usize = 64;
+/// The most states a [`StateRows`] tables (1 KiB each).
+const MAX_ROWS: usize = 1024;
+
+/// Slots of the [`StateRows`] index (a power of two).
+const SLOTS: usize = 4096;
 
 /// The byte steps of the states a walk visits, tabled on first visit: the walks of a word
-/// count's caller after the count ends visit a handful of its states, whose edges (a JSON
-/// string character's UTF-8 ranges) cost dozens of comparisons per byte scanned one by one.
+/// count's caller after the count ends visit a few hundred of its states (a state per
+/// character count, in a length-counted pattern), whose edges (a JSON string character's
+/// UTF-8 ranges) cost dozens of comparisons per byte scanned one by one.
 #[derive(Debug, Default)]
 pub(crate) struct StateRows {
-    row_of: FastMap<StateId, u32>,
+    /// Direct-mapped by a hash of the state: `(state, row)`, or `NONE` as the state when empty.
+    /// A state whose slot another takes builds a new row when visited again.
+    slots: Vec<(u32, u32)>,
     rows: Vec<[u32; 256]>,
 }
 
 impl StateRows {
     /// The target of `s` (a state with one edge per byte) reading `b`.
+    #[inline]
     pub(crate) fn step(&mut self, fsm: &GrammarFsm, s: StateId, b: u8) -> Option<StateId> {
-        let row = match self.row_of.get(&s) {
-            Some(&row) => row,
-            None if self.rows.len() < MAX_ROWS => {
+        if self.slots.is_empty() {
+            self.slots = vec![(NONE, 0); SLOTS];
+        }
+        let state = s.index() as u32;
+        let slot = (state.wrapping_mul(0x9E37_79B1) >> (32 - SLOTS.trailing_zeros())) as usize;
+        let row = match self.slots[slot] {
+            (x, row) if x == state => row,
+            _ if self.rows.len() < MAX_ROWS => {
                 let mut row = [NONE; 256];
                 for e in fsm.byte_edges(s) {
                     row[e.lo as usize..=e.hi as usize].fill(e.target.index() as u32);
                 }
                 self.rows.push(row);
-                self.row_of.insert(s, self.rows.len() as u32 - 1);
+                self.slots[slot] = (state, self.rows.len() as u32 - 1);
                 self.rows.len() as u32 - 1
             }
-            None => return super::lexical_loop::step(fsm, s, b),
+            _ => return super::lexical_loop::step(fsm, s, b),
         };
         let t = self.rows[row as usize][b as usize];
         (t != NONE).then(|| StateId::new(t as usize))
@@ -96,6 +107,6 @@ impl StateRows {
 
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.rows.capacity() * 1024 + self.row_of.capacity() * 8
+        self.rows.capacity() * 1024 + self.slots.capacity() * 8
     }
 }
