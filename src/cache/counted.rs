@@ -126,6 +126,9 @@ pub(crate) struct ForcedRules {
     facts: Box<[OnceLock<RuleFacts>]>,
     /// Per rule, the state its only call returns to (see [`return_states`]), on first use.
     returns: OnceLock<Vec<Option<StateId>>>,
+    /// Per rule, the bytes its start may read first, on first use (only a repetition whose
+    /// body calls rules needs them).
+    first_bytes: OnceLock<Vec<ByteSet>>,
 }
 
 /// How one rule's loop-backs are known.
@@ -151,7 +154,7 @@ impl ForcedRules {
     /// Nothing known yet about the rules of `fsm`.
     pub(crate) fn new(fsm: &GrammarFsm) -> Self {
         let facts = (0..fsm.rules().len()).map(|_| OnceLock::new()).collect();
-        ForcedRules { facts, returns: OnceLock::new() }
+        ForcedRules { facts, returns: OnceLock::new(), first_bytes: OnceLock::new() }
     }
 
     /// How the loop-backs of the repetition `state` belongs to are bounded, if they are;
@@ -188,7 +191,10 @@ impl ForcedRules {
         let bound = match (walked, min) {
             (true, 0) => self.returns.get_or_init(|| return_states(fsm))[r.index()].map_or(Bound::Walk, Bound::WalkOn),
             (true, _) => Bound::Walk,
-            (false, _) => Bound::FirstBytes(crate::fsm::lookahead::state_first_bytes(fsm, rule.start)),
+            (false, _) => {
+                let first = self.first_bytes.get_or_init(|| crate::fsm::lookahead::start_first_sets(fsm));
+                Bound::FirstBytes(first[r.index()])
+            }
         };
         // ... and an iteration ends where nothing more is read.
         let ends_at_its_last_byte = fsm.rule_states(r).all(|s| fsm.byte_edges(s).is_empty() || !fsm.is_final(s));

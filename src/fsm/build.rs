@@ -91,8 +91,9 @@ struct Builder<'a> {
     /// Per grammar rule, whether it may be read in one automaton with its siblings of a
     /// choice; see [`lexical_rules`] and [`Builder::union_rule`].
     lexical: Vec<bool>,
-    /// The union rule made for each set of lexical rules met as alternatives of a choice.
-    unions: FastMap<Vec<u32>, u32>,
+    /// The union rule made for each set of lexical rules met as alternatives of a choice
+    /// (sorted), or `None` when their union is too large to be one.
+    unions: FastMap<Vec<u32>, Option<u32>>,
     /// The rule being built and the rules being inlined into it, innermost last.
     inline_stack: Vec<u32>,
     /// Rules some automaton references (and so need their own automaton).
@@ -350,7 +351,7 @@ impl Builder<'_> {
         let end = self.expr(&mut nfa, body, start);
         nfa.finals[end as usize] = true;
         self.charge_edges(&nfa);
-        let union = self.unions.values().any(|&u| u == rule);
+        let union = self.unions.values().any(|&u| u == Some(rule));
         let built = match self.error.take() {
             Some(e) => Err(e),
             None => self.finished(&mut nfa, union),
@@ -514,8 +515,7 @@ impl Builder<'_> {
                 let end = to.unwrap_or_else(|| nfa.add_state());
                 let union = self.union_rule(alts, nfa.state_len());
                 for alt in alts {
-                    let in_union =
-                        |u: &(u32, Vec<u32>)| matches!(alt, Expr::Rule(r) if u.1.contains(&(r.index() as u32)));
+                    let in_union = |(_, members): &(u32, Vec<u32>)| matches!(alt, Expr::Rule(r) if members.binary_search(&(r.index() as u32)).is_ok());
                     if !union.as_ref().is_some_and(in_union) {
                         self.expr_to(nfa, alt, from, Some(end));
                     }
@@ -606,7 +606,8 @@ impl Builder<'_> {
 
     /// The rule reading, as one automaton, the alternatives of `alts` that reference lexical
     /// rules kept as references (not inlined into the automaton being built, now `states`
-    /// states), with those rules; `None` unless there are two or more.
+    /// states), with those rules (sorted); `None` unless there are two or more, or when their
+    /// union would be larger than an inlined automaton may be.
     ///
     /// Each such rule would be an automaton and an Earley item of its own, and a state of
     /// each a cache entry: a `oneOf` of seven string patterns (`"contains NEW"`, ...) met
@@ -615,26 +616,27 @@ impl Builder<'_> {
     /// Aho–Corasick automaton) and one slice. The union is made once per set of rules, so
     /// every copy of the choice (an array's first and later items) shares it.
     fn union_rule(&mut self, alts: &[Expr], states: usize) -> Option<(u32, Vec<u32>)> {
-        let mut members: Vec<u32> = Vec::new();
-        for alt in alts {
-            if let Expr::Rule(r) = alt {
-                let r = r.index() as u32;
-                if self.lexical[r as usize] && !members.contains(&r) && !self.inlines(r, states) {
-                    members.push(r);
-                }
-            }
-        }
+        let mut members: Vec<u32> = alts
+            .iter()
+            .filter_map(|alt| match alt {
+                Expr::Rule(r) => Some(r.index() as u32),
+                _ => None,
+            })
+            .filter(|&r| self.lexical[r as usize] && !self.inlines(r, states))
+            .collect();
+        members.sort_unstable();
+        members.dedup();
         if members.len() < 2 {
             return None;
         }
-        let mut key = members.clone();
-        key.sort_unstable();
-        if let Some(&u) = self.unions.get(&key) {
-            return Some((u, members));
+        if let Some(&known) = self.unions.get(&members) {
+            return known.map(|u| (u, members));
         }
         let grammar = self.grammar;
         let body = Expr::Choice(members.iter().map(|&r| grammar.rules()[r as usize].body.clone()).collect());
-        if self.sized(&body, self.limits.max_inlined_rule_states) > self.limits.max_inlined_rule_states {
+        let cap = self.limits.max_inlined_rule_states;
+        if self.sized(&body, cap) > cap {
+            self.unions.insert(members, None);
             return None;
         }
         let u = self.names.len() as u32;
@@ -643,7 +645,7 @@ impl Builder<'_> {
         // Lexical bodies reference no rule: no inlining context to carry.
         self.pending.push(Some((Cow::Owned(body), Vec::new())));
         self.need(u);
-        self.unions.insert(key, u);
+        self.unions.insert(members.clone(), Some(u));
         Some((u, members))
     }
 
@@ -1229,6 +1231,10 @@ mod tests {
         let unions: Vec<FsmRuleId> =
             (0..fsm.rules().len()).filter(|&r| fsm.rules()[r].name.starts_with("$union")).map(FsmRuleId::new).collect();
         assert_eq!(unions.len(), 1, "one union for both copies");
+        // A union larger than an inlined automaton may be is not made.
+        let small = FsmLimits { max_inlined_rule_states: 40, ..limits.clone() };
+        let separate = build_grammar_fsm(&grammar, &small).expect("small automata");
+        assert!(separate.rules().iter().all(|r| !r.name.starts_with("$union")), "no union past the size limit");
         for s in fsm.states().filter(|&s| fsm.rule_of(s) == unions[0]) {
             let edges = fsm.byte_edges(s);
             assert!(edges.windows(2).all(|w| w[0].hi < w[1].lo), "a deterministic union");

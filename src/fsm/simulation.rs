@@ -17,6 +17,7 @@
 
 use super::flat::FlatFsm;
 use super::Label;
+use crate::util::byteset::ByteSet;
 
 /// The most states an automaton may have for its simulation to be computed: the relation
 /// takes `n²` bits (128 KiB at this bound), and its first pass checks every pair.
@@ -72,9 +73,9 @@ impl Simulation {
     fn locally_possible(fsm: &FlatFsm) -> Simulation {
         let n = fsm.state_len();
         let words_per_row = n.div_ceil(64);
-        let reads: Vec<(crate::util::byteset::ByteSet, Vec<u32>)> = (0..n as u32)
+        let reads: Vec<(ByteSet, Vec<u32>)> = (0..n as u32)
             .map(|s| {
-                let mut bytes = crate::util::byteset::ByteSet::EMPTY;
+                let mut bytes = ByteSet::EMPTY;
                 let mut rules = Vec::new();
                 for &(l, _) in fsm.edges(s) {
                     match l {
