@@ -15,6 +15,13 @@ const MAX_TABLE_STATES: usize = 256;
 /// No byte edge reads the byte.
 const NONE: u32 = u32::MAX;
 
+/// Writes into `row` (256 entries, [`NONE`] before) the target of each byte `s` reads.
+fn fill_row(fsm: &GrammarFsm, s: StateId, row: &mut [u32]) {
+    for e in fsm.byte_edges(s) {
+        row[e.lo as usize..=e.hi as usize].fill(e.target.index() as u32);
+    }
+}
+
 /// The byte steps of one rule whose states have one edge per byte.
 #[derive(Debug)]
 pub(crate) struct RuleSteps {
@@ -36,10 +43,7 @@ impl RuleSteps {
         }
         let mut next = vec![NONE; len * 256].into_boxed_slice();
         for s in states {
-            let row = &mut next[(s.index() - first) * 256..][..256];
-            for e in fsm.byte_edges(s) {
-                row[e.lo as usize..=e.hi as usize].fill(e.target.index() as u32);
-            }
+            fill_row(fsm, s, &mut next[(s.index() - first) * 256..][..256]);
         }
         RuleSteps { first, len, next }
     }
@@ -92,9 +96,7 @@ impl StateRows {
             (x, row) if x == state => row,
             _ if self.rows.len() < MAX_ROWS => {
                 let mut row = [NONE; 256];
-                for e in fsm.byte_edges(s) {
-                    row[e.lo as usize..=e.hi as usize].fill(e.target.index() as u32);
-                }
+                fill_row(fsm, s, &mut row);
                 self.rows.push(row);
                 self.slots[slot] = (state, self.rows.len() as u32 - 1);
                 self.rows.len() as u32 - 1

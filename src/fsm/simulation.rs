@@ -149,16 +149,20 @@ impl Simulation {
         if set.len() < 2 {
             return;
         }
-        let all = std::mem::take(set);
-        for (j, &q) in all.iter().enumerate() {
-            let read_by_another = all
-                .iter()
-                .enumerate()
-                .any(|(i, &p)| i != j && self.simulates(p, q) && (i < j || !self.simulates(q, p)));
-            if !read_by_another {
-                set.push(q);
+        // Marked in place (a state id never has its top bit set), then dropped: subset
+        // construction prunes every subset, and a copy of each would be an allocation.
+        const DROPPED: u32 = 1 << 31;
+        for j in 0..set.len() {
+            let q = set[j] & !DROPPED;
+            let read_by_another = set.iter().enumerate().any(|(i, &p)| {
+                let p = p & !DROPPED;
+                i != j && self.simulates(p, q) && (i < j || !self.simulates(q, p))
+            });
+            if read_by_another {
+                set[j] |= DROPPED;
             }
         }
+        set.retain(|&x| x & DROPPED == 0);
     }
 }
 
