@@ -279,21 +279,26 @@ fn bounded_multiple_of_is_the_product_of_range_and_residue() {
 }
 
 /// A pattern with length bounds whose automaton reaches states accepting every continuation
-/// (an unanchored pattern after its match): from there only the count is left, lowered as a
-/// counted repetition rather than one rule per count. Every string of up to five characters
-/// over a small alphabet is recognized exactly when the pattern matches somewhere in it and
-/// its length is within the bounds.
+/// (an unanchored pattern after its match), or accepting states that loop on themselves alone
+/// (an anchored pattern's last loop): from there only the count is left, lowered as a counted
+/// repetition rather than one rule per count. Every string of up to five characters over a
+/// small alphabet (with a quote, which the loop's JSON characters escape) is recognized
+/// exactly when the pattern matches somewhere in it and its length is within the bounds.
 #[test]
 fn patterns_with_lengths_count_the_rest_after_a_match() {
     use crate::support::reference::recognizes;
     type Matches = fn(&[char]) -> bool;
-    let patterns: [(&str, Matches); 4] = [
+    let patterns: [(&str, Matches); 6] = [
         ("[a-z0-9_.-]+", |t| t.iter().any(|c| c.is_ascii_lowercase() || c.is_ascii_digit())),
         ("^a", |t| t.first() == Some(&'a')),
         ("x[0-9]", |t| t.windows(2).any(|w| w[0] == 'x' && w[1].is_ascii_digit())),
         ("b$", |t| t.last() == Some(&'b')),
+        ("^[ax][ab1\"]*$", |t| {
+            t.first().is_some_and(|c| "ax".contains(*c)) && t[1..].iter().all(|c| "ab1\"".contains(*c))
+        }),
+        ("^[^x]+$", |t| !t.is_empty() && !t.contains(&'x')),
     ];
-    let alphabet = ['a', 'b', 'x', '1', 'é'];
+    let alphabet = ['a', 'b', 'x', '1', 'é', '"'];
     let mut texts: Vec<Vec<char>> = vec![Vec::new()];
     let mut last = texts.clone();
     for _ in 0..5 {
@@ -318,6 +323,12 @@ fn patterns_with_lengths_count_the_rest_after_a_match() {
     let schema = json!({"type": "string", "pattern": "[a-z0-9_.-]+", "maxLength": 255});
     let (grammar, _) = maskforge::json_schema_to_grammar(&schema, &spec()).unwrap();
     assert!(grammar.to_string().contains("{0,254}"), "{grammar}");
+    // So is an anchored pattern's last loop (reached after two characters: the automaton is
+    // not minimal): one repetition of what it reads, not 259 rules.
+    let schema = json!({"type": "string", "pattern": "^[A-Za-z0-9_][^<>*#.%&:\\\\+?/]*$", "maxLength": 260});
+    let (grammar, _) = maskforge::json_schema_to_grammar(&schema, &spec()).unwrap();
+    let text = grammar.to_string();
+    assert!(text.contains("{0,258}") && text.lines().count() < 10, "{grammar}");
 }
 
 /// With a pattern and length bounds, a counted state reads a character's raw form inline and

@@ -10,9 +10,11 @@
 //! the grammar is finished. Beyond [`MAX_PRODUCT_STATES`] the caller reports a relaxation.
 //!
 //! A DFA state that accepts every continuation (an unanchored pattern after its match:
-//! `[a-z0-9_.-]+` with `maxLength: 255`) leaves only the count to check: its product state
-//! `q_c` (from `c = minLength` on) becomes the counted repetition `char{0, max - c}` rather
-//! than a chain of one rule per count. Besides the rules it saves, a chain gives every count
+//! `[a-z0-9_.-]+` with `maxLength: 255`), or that accepts and loops on itself alone (the last
+//! loop of an anchored pattern: `^[A-Za-z0-9_][^<>*#.%&:\\+?/]*$` with `maxLength: 260`),
+//! leaves only the count to check: its product state `q_c` (from `c = minLength` on) becomes
+//! the counted repetition `char{0, max - c}` of the characters it reads, rather than a chain
+//! of one rule per count. Besides the rules it saves, a chain gives every count
 //! its own cache entry, each a walk of the vocabulary, at nearly every step of the string
 //! (`Github_hard---o45481`: 4–7 ms each); the counted repetition's entries serve every count.
 
@@ -53,9 +55,10 @@ impl Lowerer<'_> {
         index.insert((0, 0), 0);
         let mut i = 0;
         let accepts_everything = dfa.accepting_everything();
+        let loops = dfa.accepting_loops();
         // From `minLength` on: the repetition then has no minimum, so that the walks of the
         // cache entries before it follow it (`cache/byte_paths.rs`).
-        let counted_rest = |q: usize, c: u32| accepts_everything[q] && c >= min;
+        let counted_rest = |q: usize, c: u32| (accepts_everything[q] || loops[q].is_some()) && c >= min;
         while i < states.len() {
             let (q, c) = states[i];
             succ_start.push(succ.len());
@@ -90,7 +93,11 @@ impl Lowerer<'_> {
             dfa.transitions.iter().map(|ts| vec![None; ts.len()]).collect();
         for (k, &(q, c)) in states.iter().enumerate() {
             if counted_rest(q, c) {
-                self.define(ids[k], Expr::repeat(any_json_char(), min.saturating_sub(c), max.map(|m| m - c)));
+                let ch = match &loops[q] {
+                    Some(ranges) if !accepts_everything[q] => json_char(&CharClass::new(ranges.iter().copied(), false)),
+                    _ => any_json_char(),
+                };
+                self.define(ids[k], Expr::repeat(ch, 0, max.map(|m| m - c)));
                 continue;
             }
             let mut alts = Vec::new();

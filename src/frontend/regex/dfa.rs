@@ -235,6 +235,19 @@ impl CodePointDfa {
         everything
     }
 
+    /// Per state, the code points it reads when it accepts and every transition leads back to
+    /// it (a pattern's last loop, `[^<>]*$`), else `None`: text that reached it matches from
+    /// then on exactly when the rest reads only those code points.
+    pub fn accepting_loops(&self) -> Vec<Option<Vec<(u32, u32)>>> {
+        (0..self.accepting.len())
+            .map(|q| {
+                let ts = &self.transitions[q];
+                let loops = self.accepting[q] && !ts.is_empty() && ts.iter().all(|&(_, t)| t == q);
+                loops.then(|| ts.iter().flat_map(|(r, _)| r.iter().copied()).collect())
+            })
+            .collect()
+    }
+
     /// Whether the transitions of `q` cover every code point but the surrogates.
     fn reads_every_code_point(&self, q: usize) -> bool {
         let mut ranges: Vec<(u32, u32)> = self.transitions[q].iter().flat_map(|(r, _)| r.iter().copied()).collect();
@@ -300,6 +313,18 @@ mod tests {
         assert_eq!(universal("[a-z0-9_.-]+", Anchoring::FullMatch), 0);
         assert!(universal(r"^[\s\S]*$", Anchoring::Search) >= 1, "every code point");
         assert_eq!(universal("^.*$", Anchoring::Search), 0, "`.` leaves out line ends");
+    }
+
+    #[test]
+    fn an_accepting_loop_is_found_with_what_it_reads() {
+        let loops = |p: &str| {
+            let dfa = Regex::parse(p).unwrap().to_dfa(Anchoring::FullMatch, 1000).unwrap();
+            dfa.accepting_loops().into_iter().flatten().collect::<Vec<_>>()
+        };
+        assert_eq!(loops("^[A-Z][a-c]*$"), vec![vec![(u32::from(b'a'), u32::from(b'c'))]]);
+        assert_eq!(loops("^x[a-c]+$").len(), 1, "the state after the first `[a-c]`");
+        assert!(loops("^[a-c]+x$").is_empty(), "no accepting state loops");
+        assert!(loops("^(ab)*$").is_empty(), "the accepting state leaves on `a`");
     }
 
     #[test]
