@@ -205,6 +205,18 @@ pub const REGION_VERDICTS: usize = 4096;
 /// bodies: a handful per vocabulary).
 pub const REGION_TABLES: usize = 32;
 
+/// The least share of the byte budget a shard of the pool's map gets: many times the largest
+/// entry (a bitset of a 200k vocabulary is 25 KiB), so that sharding stores what one map would.
+const SHARD_BYTES: usize = 4 << 20;
+/// The most shards of the pool's map. At the default budget (256 MiB) a shard holds a few
+/// thousand entries: its table grows in well under a millisecond (see `util/bounded_cache.rs`).
+const MAX_SHARDS: usize = 64;
+
+/// How many shards the pool's map of `budget_bytes` has.
+fn pool_shards(budget_bytes: usize) -> usize {
+    (budget_bytes / SHARD_BYTES).clamp(1, MAX_SHARDS)
+}
+
 impl std::fmt::Debug for MaskPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MaskPool").field("vocab_id", &self.vocab_id).field("stats", &self.stats()).finish()
@@ -223,7 +235,7 @@ impl MaskPool {
         MaskPool {
             vocab_id: vocabulary_fingerprint(vocab),
             inner: Mutex::new(Inner {
-                map: BoundedCache::by_weight(budget_bytes, Stored::bytes),
+                map: BoundedCache::by_weight_in_shards(budget_bytes, Stored::bytes, pool_shards(budget_bytes)),
                 partial_hits: 0,
                 walk_hits: 0,
                 walk_misses: 0,

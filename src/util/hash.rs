@@ -8,6 +8,14 @@ pub type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
 /// A hash set with the fast in-memory hasher.
 pub type FastSet<K> = rustc_hash::FxHashSet<K>;
 
+/// The fast in-memory hash of `value`, its high bits folded into the low ones (rustc-hash's
+/// low bits of a small integer key are poorly mixed): for picking one of a few shards.
+pub fn fast_hash<T: std::hash::Hash + ?Sized>(value: &T) -> u64 {
+    use std::hash::BuildHasher;
+    let h = rustc_hash::FxBuildHasher.hash_one(value);
+    h ^ (h >> 29) ^ (h >> 47)
+}
+
 /// A stable 64-bit hasher: the same sequence of writes gives the same value everywhere.
 #[derive(Debug, Default, Clone)]
 pub struct StableHasher {
