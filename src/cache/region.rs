@@ -297,26 +297,37 @@ impl Region {
 
 /// The region states reading a byte into a set of region states, for one table's pass. A
 /// region state has at most one edge per byte into the region, so the states reading `b` into
-/// `mask` are those reading `b` into the region less those reading it into a state outside
-/// `mask`; the loop runs over whichever of `mask` and its complement is smaller.
+/// a union of targets are the union of those reading it into each: an answer is the OR of one
+/// row lookup per byte of the mask ([`MaskBytes`]).
 struct ReadingInto {
     all: u32,
     /// Per byte, its column class (bytes that every region state reads alike share one).
     class: [u8; 256],
-    /// Per class, the states reading its bytes into the region.
-    into_all: Vec<u32>,
     /// Per class and region state `t`, the states reading its bytes into `t`.
     into_state: Vec<[u32; MAX_REGION_STATES]>,
-    /// Answers met before, direct-mapped by class and mask: a table's pass asks the same few
-    /// questions at most of its nodes (the masks of a string body's subtrees repeat).
-    memo: Box<[(u64, u32)]>,
 }
 
-/// Slots of [`ReadingInto::memo`] (a power of two).
-const MEMO_SLOTS: usize = 1024;
-/// Regions up to this size get every answer of [`ReadingInto::of`] computed up front (at most
-/// 256 per column class).
-const MAX_ANSWERED_STATES: u32 = 8;
+/// Every answer of [`ReadingInto`], by byte of the mask: per column class and byte `j` of a
+/// mask (its states `8j..8j + 8`), per value `v` of that byte, the states reading a byte of the
+/// class into a state of `v << 8j`. A table's pass looks up one row per byte of the region's
+/// masks (one for a region of up to 8 states) instead of computing its answers: a region of
+/// 20–31 states (a pattern's string body, with its escapes and UTF-8 states) took 1.6–2.3 ms
+/// through a memo of computed answers, 0.7–1.6 ms for smaller ones.
+struct MaskBytes {
+    /// Bytes per mask: the region's states over 8, rounded up.
+    chunks: usize,
+    /// Row `class * chunks + j`: the answers for byte `j` of a mask.
+    rows: Vec<[u32; 256]>,
+}
+
+impl MaskBytes {
+    /// The region states that read a byte of column class `c` into a region state of `mask`.
+    #[inline]
+    fn of(&self, c: u8, mask: u32) -> u32 {
+        let rows = &self.rows[c as usize * self.chunks..][..self.chunks];
+        rows.iter().enumerate().fold(0, |out, (j, row)| out | row[(mask >> (8 * j)) as usize & 0xFF])
+    }
+}
 
 impl ReadingInto {
     /// Per byte, its column class: bytes that every region state reads alike share one.
@@ -337,69 +348,48 @@ impl ReadingInto {
     fn new(region: &Region) -> Self {
         let class = Self::classes(region);
         let classes = class.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
-        let mut into_all = vec![0u32; classes];
         let mut into_state = vec![[0u32; MAX_REGION_STATES]; classes];
         for b in 0..256 {
             let c = class[b] as usize;
             for (k, row) in region.next.iter().enumerate() {
                 let t = row[b];
                 if t != NONE {
-                    into_all[c] |= 1 << k;
                     into_state[c][t as usize] |= 1 << k;
                 }
             }
         }
-        let memo = vec![(u64::MAX, 0); MEMO_SLOTS].into_boxed_slice();
-        ReadingInto { all: region.all(), class, into_all, into_state, memo }
+        ReadingInto { all: region.all(), class, into_state }
     }
 
-    /// For a region of at most [`MAX_ANSWERED_STATES`] states, every answer of [`Self::of`]:
-    /// at `class << bits | mask`, with `bits` the region's size. A table's pass then looks
-    /// each node's answer up instead of hashing it into the memo (a third of the time).
-    fn every_answer(&self) -> Option<(Vec<u32>, u32)> {
-        let bits = self.all.count_ones();
-        if bits > MAX_ANSWERED_STATES {
-            return None;
-        }
-        let answers = (0..self.into_all.len())
-            .flat_map(|c| (0..=self.all).map(move |mask| (c, mask)))
-            .map(|(c, mask)| self.compute(c, mask))
-            .collect();
-        Some((answers, bits))
-    }
-
-    /// The region states that read a byte of column class `c` into a region state of `mask`.
-    #[inline]
-    fn of(&mut self, c: u8, mask: u32) -> u32 {
-        let c = c as usize;
-        if mask == self.all {
-            return self.into_all[c];
-        }
-        let key = (c as u64) << 32 | mask as u64;
-        let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % MEMO_SLOTS;
-        if self.memo[slot].0 == key {
-            return self.memo[slot].1;
-        }
-        let answer = self.compute(c, mask);
-        self.memo[slot] = (key, answer);
-        answer
-    }
-
-    fn compute(&self, c: usize, mask: u32) -> u32 {
-        let gather = |mut bits: u32| {
-            let mut out = 0;
-            while bits != 0 {
-                out |= self.into_state[c][bits.trailing_zeros() as usize];
-                bits &= bits - 1;
+    /// Every answer, by byte of the mask (see [`MaskBytes`]): each row entry is the one of the
+    /// value without its lowest bit, plus the states reading into that bit's state.
+    fn by_mask_byte(&self) -> MaskBytes {
+        let chunks = (self.all.count_ones() as usize).div_ceil(8);
+        let mut rows = Vec::with_capacity(self.into_state.len() * chunks);
+        for into_state in &self.into_state {
+            for j in 0..chunks {
+                let mut row = [0u32; 256];
+                for v in 1..256usize {
+                    let state = 8 * j + v.trailing_zeros() as usize;
+                    row[v] = row[v & (v - 1)] | into_state.get(state).copied().unwrap_or(0);
+                }
+                rows.push(row);
             }
-            out
-        };
-        let outside = self.all & !mask;
-        if outside.count_ones() <= mask.count_ones() {
-            self.into_all[c] & !gather(outside)
-        } else {
-            gather(mask)
         }
+        MaskBytes { chunks, rows }
+    }
+
+    /// The region states that read a byte of column class `c` into a region state of `mask`,
+    /// computed (the reference for [`MaskBytes`]).
+    #[cfg(test)]
+    fn compute(&self, c: usize, mask: u32) -> u32 {
+        let mut out = 0;
+        let mut bits = mask & self.all;
+        while bits != 0 {
+            out |= self.into_state[c][bits.trailing_zeros() as usize];
+            bits &= bits - 1;
+        }
+        out
     }
 }
 
@@ -415,15 +405,9 @@ impl RegionTable {
     /// preorder, so that every node's mask is final (the meet of what its children allow) when
     /// it is folded into its parent's.
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
-        let mut reading = ReadingInto::new(region);
-        let (all, class) = (reading.all, reading.class);
-        let masks = match reading.every_answer() {
-            Some((answers, bits)) => {
-                Self::pass(vocab, all, &class, |c, mask| answers[(c as usize) << bits | mask as usize])
-            }
-            None => Self::pass(vocab, all, &class, |c, mask| reading.of(c, mask)),
-        };
-        RegionTable { masks }
+        let reading = ReadingInto::new(region);
+        let answers = reading.by_mask_byte();
+        RegionTable { masks: Self::pass(vocab, reading.all, &reading.class, |c, mask| answers.of(c, mask)) }
     }
 
     /// The pass of [`RegionTable::new`] for a region of the states `all` and the column classes
@@ -507,58 +491,61 @@ mod tests {
         assert!(stays(region, k, "ab\u{e9}ba".as_bytes()) && !stays(region, k, b"a\""));
     }
 
+    /// A string body with escapes and UTF-8 states: escapes of four more characters (as `\\u`
+    /// has) make it a region of more than 8 states (masks of two bytes).
+    const LARGE_BODY: &str = r#"root ::= "\"" ([ab] | "\u00e9" | "𐍈" | "\\" ([b"] | "a" [ab] [ab] [ab] [ab]))* "\"" "#;
+
     #[test]
     fn node_masks_hold_exactly_the_states_reading_the_whole_subtree() {
-        let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9" | "\\" [ab"])* "\"" "#, "root").unwrap();
-        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
-        let vocab = vocab();
-        let regions = Regions::new(&fsm, &vocab, None);
-        let region = only_region(&fsm, &regions);
-        assert!(region.states.len() >= 3, "body, escape and the middle of `é`");
-        let table = RegionTable::new(&vocab, region);
-        // The pass through the memo gives the same masks as the one through every answer.
-        let mut reading = ReadingInto::new(region);
-        assert!(reading.every_answer().is_some());
-        let class = reading.class;
-        assert_eq!(table.masks, RegionTable::pass(&vocab, region.all(), &class, |c, mask| reading.of(c, mask)));
-        let (trie, lcp) = (vocab.trie(), vocab.sorted_lcp());
-        let mut checked = 0;
-        for pos in 0..lcp.len() {
-            let bytes = vocab.sorted_token_bytes(pos);
-            for depth in lcp[pos] as usize + 1..=bytes.len() {
-                let node = trie.node(lcp, pos, depth);
-                for k in 0..region.states.len() {
-                    let want =
-                        (pos..trie.subtree_end(node)).all(|j| stays(region, k, &vocab.sorted_token_bytes(j)[depth..]));
-                    assert_eq!(table.mask(node) >> k & 1 == 1, want, "node {:?}, state {k}", &bytes[..depth]);
-                    checked += want as usize;
+        let small = r#"root ::= "\"" ([ab] | "\u00e9" | "\\" [ab"])* "\"" "#;
+        for (grammar, least_states) in [(small, 3), (LARGE_BODY, 9)] {
+            let g = crate::parse_ebnf(grammar, "root").unwrap();
+            let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+            let vocab = vocab();
+            let regions = Regions::new(&fsm, &vocab, None);
+            let region = only_region(&fsm, &regions);
+            assert!(region.states.len() >= least_states, "{} states", region.states.len());
+            let table = RegionTable::new(&vocab, region);
+            let (trie, lcp) = (vocab.trie(), vocab.sorted_lcp());
+            let mut checked = 0;
+            for pos in 0..lcp.len() {
+                let bytes = vocab.sorted_token_bytes(pos);
+                for depth in lcp[pos] as usize + 1..=bytes.len() {
+                    let node = trie.node(lcp, pos, depth);
+                    for k in 0..region.states.len() {
+                        let want = (pos..trie.subtree_end(node))
+                            .all(|j| stays(region, k, &vocab.sorted_token_bytes(j)[depth..]));
+                        assert_eq!(table.mask(node) >> k & 1 == 1, want, "node {:?}, state {k}", &bytes[..depth]);
+                        checked += want as usize;
+                    }
                 }
             }
+            assert!(checked > 50, "only {checked} (node, state) pairs read their subtree");
         }
-        assert!(checked > 50, "only {checked} (node, state) pairs read their subtree");
     }
 
-    /// The class-and-complement answers equal the state-by-state ones, for every byte and
-    /// many masks, on a region of several states (the escape and UTF-8 states of a string).
+    /// The answers by byte of the mask equal the state-by-state ones, for every byte and many
+    /// masks, on a region of more than 8 states (the escape states and UTF-8 states of a
+    /// string): masks of two bytes.
     #[test]
-    fn reading_into_by_class_equals_state_by_state() {
-        let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9" | "𐍈" | "\\" [ab"])* "\"" "#, "root").unwrap();
+    fn answers_by_mask_byte_equal_state_by_state() {
+        let g = crate::parse_ebnf(LARGE_BODY, "root").unwrap();
         let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
         let regions = Regions::new(&fsm, &vocab(), None);
         let region = only_region(&fsm, &regions);
-        assert!(region.states.len() >= 5, "body, escape, and the middles of two characters");
-        let mut reading = ReadingInto::new(region);
-        let class = reading.class;
-        let (answers, bits) = reading.every_answer().expect("a small region");
+        assert!(region.states.len() > 8, "body, escapes, and the middles of two characters");
+        let reading = ReadingInto::new(region);
+        let answers = reading.by_mask_byte();
+        assert_eq!(answers.chunks, 2);
         let all = region.all();
         let mut masks: Vec<u32> = (0..=all).step_by(7).chain([0, all]).collect();
         masks.extend((0..region.states.len()).flat_map(|k| [1 << k, all & !(1 << k)]));
         for mask in masks {
             for b in 0..=255u8 {
-                let c = class[b as usize];
+                let c = reading.class[b as usize];
                 let want = region.reading_into(b, mask);
-                assert_eq!(reading.of(c, mask), want, "byte {b:#x}, mask {mask:#b}");
-                assert_eq!(answers[(c as usize) << bits | mask as usize], want, "byte {b:#x}, mask {mask:#b}");
+                assert_eq!(reading.compute(c as usize, mask), want, "byte {b:#x}, mask {mask:#b}");
+                assert_eq!(answers.of(c, mask), want, "byte {b:#x}, mask {mask:#b}");
             }
         }
     }
