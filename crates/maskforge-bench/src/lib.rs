@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+pub mod allocator;
 pub mod cli;
 pub mod maskbench;
 pub mod soak;
