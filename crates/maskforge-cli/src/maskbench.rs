@@ -60,6 +60,10 @@ pub struct MaskbenchArgs {
     /// compile errors with `pda`).
     #[arg(long, default_value = "auto")]
     parser: String,
+    /// Also print the N slowest masks: their time, file and place among the file's masks (to
+    /// profile the tail: run the file alone with `step_cost` or `entry_tail`).
+    #[arg(long, default_value_t = 0)]
+    slowest: usize,
 }
 
 fn parser(name: &str) -> Result<Parser, String> {
@@ -185,6 +189,9 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
             x.max
         );
     }
+    for (us, file, k) in slowest_masks(&results, args.slowest) {
+        outln!("slow mask: {us:.0} us, {file}, mask {k} of the file");
+    }
     // The compile-time caches carry over from file to file, as in a server: how much they served.
     let (rules, fragments) = (compiler.rule_fsm_cache_stats(), compiler.schema_fragment_stats());
     outln!(
@@ -200,4 +207,44 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
         std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `n` slowest masks of `results`, slowest first: time (µs), file, and the mask's place
+/// among the file's masks (from 0).
+fn slowest_masks(results: &[FileResult], n: usize) -> Vec<(f64, &str, usize)> {
+    let mut all: Vec<(f64, &str, usize)> =
+        results.iter().flat_map(|r| r.tbm_us.iter().enumerate().map(|(k, &us)| (us, r.file.as_str(), k))).collect();
+    let n = n.min(all.len());
+    if n == 0 {
+        return Vec::new();
+    }
+    all.select_nth_unstable_by(n - 1, |a, b| b.0.total_cmp(&a.0));
+    all.truncate(n);
+    all.sort_by(|a, b| b.0.total_cmp(&a.0));
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(file: &str, tbm_us: &[f64]) -> FileResult {
+        FileResult {
+            file: file.into(),
+            outcome: maskforge_bench::maskbench::Outcome::Passing,
+            ttfm_us: None,
+            tbm_us: tbm_us.to_vec(),
+            tokens: 0,
+            error: None,
+            relaxed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_slowest_masks_come_first_with_their_file_and_place() {
+        let results = [result("a", &[1.0, 9.0, 3.0]), result("b", &[7.0, 2.0])];
+        assert_eq!(slowest_masks(&results, 2), vec![(9.0, "a", 1), (7.0, "b", 0)]);
+        assert_eq!(slowest_masks(&results, 9).len(), 5);
+        assert!(slowest_masks(&results, 0).is_empty());
+    }
 }
