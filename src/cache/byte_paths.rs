@@ -55,7 +55,7 @@ use std::sync::Arc;
 use super::base::BaseEntry;
 use super::build::{smallest_form_of_runs, ListedWalker, Walk};
 use super::pool::MaskPool;
-use super::region::{Region, RegionId, RegionTable, Regions};
+use super::region::{Region, RegionId, RegionTable, Regions, StateMask};
 use crate::earley::Parser;
 use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::Vocabulary;
@@ -371,7 +371,7 @@ struct LazyDfa<'a> {
     tables: FastMap<RegionId, Arc<RegionTable>>,
     sets: Vec<Box<[Item]>>,
     /// Per set, its states in a tabled region: (the region's table, their bits), if any.
-    in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
+    in_region: Vec<Option<(Arc<RegionTable>, StateMask)>>,
     /// Per set, whether it escapes (see the module docs).
     escapes: Vec<bool>,
     /// [`LazyDfa::predicted_first`], computed on first use.
@@ -400,7 +400,7 @@ pub(super) struct KeptDfa {
     memo: FastMap<Item, Closure>,
     tables: FastMap<RegionId, Arc<RegionTable>>,
     sets: Vec<Box<[Item]>>,
-    in_region: Vec<Option<(Arc<RegionTable>, u32)>>,
+    in_region: Vec<Option<(Arc<RegionTable>, StateMask)>>,
     escapes: Vec<bool>,
     own_sets: FastMap<(StateId, u32), bool>,
     /// Per set, its ids without and with a cut ([`UNKNOWN`] where not met).
@@ -615,7 +615,7 @@ impl<'a> LazyDfa<'a> {
         let id = self.sets.len() as u32;
         // The states of one region (the first one met: a set rarely holds two).
         let regions = &self.source.facts.regions;
-        let mut in_region: Option<(RegionId, u32)> = None;
+        let mut in_region: Option<(RegionId, StateMask)> = None;
         let with_regions = self.source.table.is_some();
         for &(s, _) in set.iter().filter(|&&(_, f)| with_regions && !self.closures.counts(f)) {
             match (regions.of(self.closures.fsm, s), &mut in_region) {

@@ -31,8 +31,12 @@ use crate::fsm::{FsmRuleId, GrammarFsm, RuleKind, StateId};
 use crate::tokenizer::{TokenTrie, Vocabulary};
 use crate::util::sentinel::Sentinel;
 
-/// Regions larger than this are not tabled (a mask is one `u32` per trie node).
-pub(crate) const MAX_REGION_STATES: usize = 32;
+/// Regions larger than this are not tabled (a mask is one `u64` per trie node; one `u32` for
+/// regions of at most 32 states). A word of `\\S` in a JSON string, with the escapes of every
+/// character that is no space, is 47 states.
+pub(crate) const MAX_REGION_STATES: usize = 64;
+/// A set of states of one region: bit `k` for its state `k`.
+pub(crate) type StateMask = u64;
 /// A region is tabled only when some state of it reads the first byte of at least this many
 /// tokens (or half a smaller vocabulary) without leaving it: the table costs a pass over the
 /// whole trie, repaid only where walks are long (string bodies, not digit runs).
@@ -111,7 +115,7 @@ impl Regions {
     /// The tabled region `s` belongs to and its bit there, the region decided on first use.
     /// (A state of a counted repetition is only ever in the sets of its own rule's entries: see
     /// [`region_target`].)
-    pub(crate) fn of(&self, fsm: &GrammarFsm, s: StateId) -> Option<(RegionId, u32)> {
+    pub(crate) fn of(&self, fsm: &GrammarFsm, s: StateId) -> Option<(RegionId, StateMask)> {
         let rule = fsm.rule_of(s);
         let regions = self.rules[rule.index()].get_or_init(|| RuleRegions::new(fsm, rule));
         let c = regions.candidate[s.index() - regions.first];
@@ -278,7 +282,7 @@ impl Region {
     /// The region states that read `b` into a region state of `mask`, state by state (the
     /// reference for [`ReadingInto`]).
     #[cfg(test)]
-    fn reading_into(&self, b: u8, mask: u32) -> u32 {
+    fn reading_into(&self, b: u8, mask: StateMask) -> StateMask {
         let mut out = 0;
         for (k, row) in self.next.iter().enumerate() {
             let t = row[b as usize];
@@ -290,8 +294,8 @@ impl Region {
     }
 
     /// The mask of all the region's states.
-    fn all(&self) -> u32 {
-        u32::MAX >> (32 - self.states.len())
+    fn all(&self) -> StateMask {
+        StateMask::MAX >> (MAX_REGION_STATES - self.states.len())
     }
 }
 
@@ -300,11 +304,11 @@ impl Region {
 /// a union of targets are the union of those reading it into each: an answer is the OR of one
 /// row lookup per byte of the mask ([`MaskBytes`]).
 struct ReadingInto {
-    all: u32,
+    all: StateMask,
     /// Per byte, its column class (bytes that every region state reads alike share one).
     class: [u8; 256],
     /// Per class and region state `t`, the states reading its bytes into `t`.
-    into_state: Vec<[u32; MAX_REGION_STATES]>,
+    into_state: Vec<[StateMask; MAX_REGION_STATES]>,
 }
 
 /// Every answer of [`ReadingInto`], by byte of the mask: per column class and byte `j` of a
@@ -317,13 +321,13 @@ struct MaskBytes {
     /// Bytes per mask: the region's states over 8, rounded up.
     chunks: usize,
     /// Row `class * chunks + j`: the answers for byte `j` of a mask.
-    rows: Vec<[u32; 256]>,
+    rows: Vec<[StateMask; 256]>,
 }
 
 impl MaskBytes {
     /// The region states that read a byte of column class `c` into a region state of `mask`.
     #[inline]
-    fn of(&self, c: u8, mask: u32) -> u32 {
+    fn of(&self, c: u8, mask: StateMask) -> StateMask {
         let rows = &self.rows[c as usize * self.chunks..][..self.chunks];
         rows.iter().enumerate().fold(0, |out, (j, row)| out | row[(mask >> (8 * j)) as usize & 0xFF])
     }
@@ -348,7 +352,7 @@ impl ReadingInto {
     fn new(region: &Region) -> Self {
         let class = Self::classes(region);
         let classes = class.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
-        let mut into_state = vec![[0u32; MAX_REGION_STATES]; classes];
+        let mut into_state = vec![[0; MAX_REGION_STATES]; classes];
         for b in 0..256 {
             let c = class[b] as usize;
             for (k, row) in region.next.iter().enumerate() {
@@ -368,7 +372,7 @@ impl ReadingInto {
         let mut rows = Vec::with_capacity(self.into_state.len() * chunks);
         for into_state in &self.into_state {
             for j in 0..chunks {
-                let mut row = [0u32; 256];
+                let mut row = [0; 256];
                 for v in 1..256usize {
                     let state = 8 * j + v.trailing_zeros() as usize;
                     row[v] = row[v & (v - 1)] | into_state.get(state).copied().unwrap_or(0);
@@ -382,7 +386,7 @@ impl ReadingInto {
     /// The region states that read a byte of column class `c` into a region state of `mask`,
     /// computed (the reference for [`MaskBytes`]).
     #[cfg(test)]
-    fn compute(&self, c: usize, mask: u32) -> u32 {
+    fn compute(&self, c: usize, mask: StateMask) -> StateMask {
         let mut out = 0;
         let mut bits = mask & self.all;
         while bits != 0 {
@@ -397,7 +401,15 @@ impl ReadingInto {
 /// the node's subtree, read from the node's depth on, stays in the region (see the module docs).
 #[derive(Debug)]
 pub(crate) struct RegionTable {
-    masks: Box<[u32]>,
+    masks: Masks,
+}
+
+/// The masks of a [`RegionTable`], narrow for a region of at most 32 states (the string bodies
+/// of most grammars): a table is a few MiB for a 128k vocabulary, and a pool keeps dozens.
+#[derive(Debug)]
+enum Masks {
+    Narrow(Box<[u32]>),
+    Wide(Box<[u64]>),
 }
 
 impl RegionTable {
@@ -407,19 +419,30 @@ impl RegionTable {
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
         let reading = ReadingInto::new(region);
         let answers = reading.by_mask_byte();
-        RegionTable { masks: Self::pass(vocab, reading.all, &reading.class, |c, mask| answers.of(c, mask)) }
+        let (all, class) = (reading.all, &reading.class);
+        let masks = match u32::try_from(all) {
+            Ok(narrow) => Masks::Narrow(Self::pass(vocab, narrow, class, |c, mask| answers.of(c, mask.into()) as u32)),
+            Err(_) => Masks::Wide(Self::pass(vocab, all, class, |c, mask| answers.of(c, mask))),
+        };
+        RegionTable { masks }
     }
 
     /// The pass of [`RegionTable::new`] for a region of the states `all` and the column classes
     /// `class`, with `reading(class, mask)` the region states reading a byte of the class into a
     /// state of `mask`.
-    fn pass(vocab: &Vocabulary, all: u32, class: &[u8; 256], mut reading: impl FnMut(u8, u32) -> u32) -> Box<[u32]> {
+    fn pass<M: Copy + std::ops::BitAndAssign>(
+        vocab: &Vocabulary,
+        all: M,
+        class: &[u8; 256],
+        mut reading: impl FnMut(u8, M) -> M,
+    ) -> Box<[M]> {
         let trie = vocab.trie();
         let mut masks = vec![all; trie.node_count()];
         for node in (0..masks.len()).rev() {
             let parent = trie.parent(node);
             if parent != TokenTrie::ROOT {
-                masks[parent as usize] &= reading(class[trie.byte(node) as usize], masks[node]);
+                let read = reading(class[trie.byte(node) as usize], masks[node]);
+                masks[parent as usize] &= read;
             }
         }
         masks.into_boxed_slice()
@@ -427,13 +450,19 @@ impl RegionTable {
 
     /// The region states from which every token of `node`'s subtree stays in the region.
     #[inline]
-    pub(crate) fn mask(&self, node: usize) -> u32 {
-        self.masks[node]
+    pub(crate) fn mask(&self, node: usize) -> StateMask {
+        match &self.masks {
+            Masks::Narrow(masks) => masks[node].into(),
+            Masks::Wide(masks) => masks[node],
+        }
     }
 
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.masks.len() * 4
+        match &self.masks {
+            Masks::Narrow(masks) => masks.len() * 4,
+            Masks::Wide(masks) => masks.len() * 8,
+        }
     }
 }
 
@@ -494,12 +523,18 @@ mod tests {
     /// A string body with escapes and UTF-8 states: escapes of four more characters (as `\\u`
     /// has) make it a region of more than 8 states (masks of two bytes).
     const LARGE_BODY: &str = r#"root ::= "\"" ([ab] | "\u00e9" | "𐍈" | "\\" ([b"] | "a" [ab] [ab] [ab] [ab]))* "\"" "#;
+    /// The same with escapes of 30 more characters (written out: a repetition would be a rule of
+    /// its own): a region of more than 32 states (wide masks).
+    fn wide_body() -> String {
+        let escape = " [ab]".repeat(30);
+        format!(r#"root ::= "\"" ([ab] | "\u00e9" | "𐍈" | "\\" ([b"] | "a"{escape}))* "\"" "#)
+    }
 
     #[test]
     fn node_masks_hold_exactly_the_states_reading_the_whole_subtree() {
         let small = r#"root ::= "\"" ([ab] | "\u00e9" | "\\" [ab"])* "\"" "#;
-        for (grammar, least_states) in [(small, 3), (LARGE_BODY, 9)] {
-            let g = crate::parse_ebnf(grammar, "root").unwrap();
+        for (grammar, least_states) in [(small.to_string(), 3), (LARGE_BODY.to_string(), 9), (wide_body(), 33)] {
+            let g = crate::parse_ebnf(&grammar, "root").unwrap();
             let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
             let vocab = vocab();
             let regions = Regions::new(&fsm, &vocab, None);
@@ -529,23 +564,26 @@ mod tests {
     /// string): masks of two bytes.
     #[test]
     fn answers_by_mask_byte_equal_state_by_state() {
-        let g = crate::parse_ebnf(LARGE_BODY, "root").unwrap();
-        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
-        let regions = Regions::new(&fsm, &vocab(), None);
-        let region = only_region(&fsm, &regions);
-        assert!(region.states.len() > 8, "body, escapes, and the middles of two characters");
-        let reading = ReadingInto::new(region);
-        let answers = reading.by_mask_byte();
-        assert_eq!(answers.chunks, 2);
-        let all = region.all();
-        let mut masks: Vec<u32> = (0..=all).step_by(7).chain([0, all]).collect();
-        masks.extend((0..region.states.len()).flat_map(|k| [1 << k, all & !(1 << k)]));
-        for mask in masks {
-            for b in 0..=255u8 {
-                let c = reading.class[b as usize];
-                let want = region.reading_into(b, mask);
-                assert_eq!(reading.compute(c as usize, mask), want, "byte {b:#x}, mask {mask:#b}");
-                assert_eq!(answers.of(c, mask), want, "byte {b:#x}, mask {mask:#b}");
+        for (grammar, chunks) in [(LARGE_BODY.to_string(), 2), (wide_body(), 5)] {
+            let g = crate::parse_ebnf(&grammar, "root").unwrap();
+            let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+            let regions = Regions::new(&fsm, &vocab(), None);
+            let region = only_region(&fsm, &regions);
+            assert!(region.states.len() > 8, "body, escapes, and the middles of two characters");
+            let reading = ReadingInto::new(region);
+            let answers = reading.by_mask_byte();
+            assert_eq!(answers.chunks, chunks);
+            let all = region.all();
+            let mut masks: Vec<StateMask> = (0..200u64).map(|i| all & i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+            masks.extend([0, all]);
+            masks.extend((0..region.states.len()).flat_map(|k| [1 << k, all & !(1 << k)]));
+            for mask in masks {
+                for b in 0..=255u8 {
+                    let c = reading.class[b as usize];
+                    let want = region.reading_into(b, mask);
+                    assert_eq!(reading.compute(c as usize, mask), want, "byte {b:#x}, mask {mask:#b}");
+                    assert_eq!(answers.of(c, mask), want, "byte {b:#x}, mask {mask:#b}");
+                }
             }
         }
     }
