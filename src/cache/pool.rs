@@ -184,7 +184,8 @@ pub struct MaskPool {
     /// tokens leaving the loop, so at most [`LOOP_SLICES`] of them, outside the byte budget too.
     loop_slices: Mutex<BoundedCache<u128, Arc<LoopSlice>>>,
     /// Tables of byte regions by their key (see `region.rs`): one `u32` per node of the
-    /// vocabulary's token trie (about 1 MiB for a 128k vocabulary), so at most [`REGION_TABLES`].
+    /// vocabulary's token trie (about 1 MiB for a 128k vocabulary; a `u64`, twice that, for a
+    /// region of more than 32 states), so at most [`REGION_TABLES`].
     region_tables: Mutex<BoundedCache<u128, Arc<RegionTable>>>,
     /// Whether a region is worth a table, by its key (see `region.rs`): sampled once per
     /// region structure instead of once per grammar.
