@@ -152,7 +152,7 @@ fn profile_state(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    maskforge_bench::allocator::keep_freed_memory();
+    maskforge_bench::allocator::configure();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let every: usize = flag(&args, "--every", "1").parse()?;
     let over_us: f64 = flag(&args, "--over-us", "1000").parse()?;

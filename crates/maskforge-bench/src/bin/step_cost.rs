@@ -184,7 +184,7 @@ impl Family {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    maskforge_bench::allocator::keep_freed_memory();
+    maskforge_bench::allocator::configure();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let tokenizer = args.first().map_or("llama3", String::as_str);
     let every: usize = args.get(1).map_or(Ok(1), |s| s.parse())?;
