@@ -224,7 +224,7 @@ mod tests {
         assert!(s.weight <= 100 && s.len >= 20, "{s:?}");
         assert_eq!((s.inserts, s.evictions as usize, s.len), (200, released, 200 - released));
         assert!(c.shards.iter().all(|s| !s.map.is_empty()), "keys spread over every shard");
-        // The latest key of each shard is kept.
+        // The latest key inserted is kept.
         assert_eq!(c.get(&199).map(Vec::len), Some(1 + 199 % 7));
         c.clear();
         assert_eq!((c.stats().len, c.stats().weight), (0, 0));

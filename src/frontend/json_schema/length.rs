@@ -97,6 +97,7 @@ impl Lowerer<'_> {
                     Some(ranges) if !accepts_everything[q] => json_char(&CharClass::new(ranges.iter().copied(), false)),
                     _ => any_json_char(),
                 };
+                // From `minLength` on (`counted_rest`): no minimum is left.
                 self.define(ids[k], Expr::repeat(ch, 0, max.map(|m| m - c)));
                 continue;
             }
