@@ -12,8 +12,13 @@
 //!   including the blocks other threads freed (the background thread that frees dropped
 //!   grammars). On a heap of hundreds of megabytes that took 7.6 ms inside one mask. The
 //!   binaries make it a hundred times rarer, the most the option allows: [`collect_rarely`].
+//! - Rarer is not never: a whole MaskBench run still reaches one such collection near its end,
+//!   and by then the blocks the background thread freed since the start have piled up on the
+//!   heap's pages; walking them took 6–18 ms inside one mask (session 26). The runners hand the
+//!   allocator that walk between files, outside any timing, as a server can between requests:
+//!   [`collect_between_requests`]. The collection inside a mask then finds little to walk.
 
-use libmimalloc_sys::{mi_option_get, mi_option_set, mi_option_t};
+use libmimalloc_sys::{mi_collect, mi_option_get, mi_option_set, mi_option_t};
 use std::os::raw::c_long;
 
 /// `mi_option_purge_delay` and `mi_option_generic_collect`: their places in the option list
@@ -40,6 +45,15 @@ pub fn keep_freed_memory() -> bool {
 /// Tells mimalloc to collect the thread heap as rarely as it allows (see the module docs).
 pub fn collect_rarely() -> bool {
     set_from_default(GENERIC_COLLECT, DEFAULT_GENERIC_COLLECT, RAREST_GENERIC_COLLECT)
+}
+
+/// Takes in the blocks other threads freed on this thread's heap, now rather than in whichever
+/// allocation next reaches mimalloc's periodic collection (see the module docs). For a
+/// runner's idle moment: between files or requests, never inside a timed mask.
+pub fn collect_between_requests() {
+    // SAFETY: a collection of the calling thread's own heap, without force (no memory is
+    // given back to the system); mimalloc allows it at any time.
+    unsafe { mi_collect(false) }
 }
 
 /// Sets `option` to `value` when it holds `default`. Does nothing otherwise: another mimalloc,

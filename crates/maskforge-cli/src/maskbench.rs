@@ -148,6 +148,7 @@ pub fn run(args: &MaskbenchArgs) -> Result<ExitCode, Failure> {
         }
         passing += usize::from(result.outcome == maskforge_bench::maskbench::Outcome::Passing);
         results.push(result);
+        maskforge_bench::allocator::collect_between_requests();
         let status = format!(
             "maskbench: {}/{} files, {passing} passing, {:.0} s",
             i + 1,

@@ -251,6 +251,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 break;
             }
         }
+        maskforge_bench::allocator::collect_between_requests();
     }
     let mut slow: Vec<_> = entries.iter().filter(|e| e.0 > over_us).collect();
     slow.sort_by(|a, b| b.0.total_cmp(&a.0));
