@@ -154,9 +154,11 @@ pub enum MaskCacheMode {
 /// by upper bounds of the loop-backs, or by asking the parser about every token longer than the
 /// budget.
 pub(crate) enum NearBound<'a> {
-    /// The item is at the start of a forced repetition.
+    /// The item is at the start of a forced repetition whose table is built, or near enough to
+    /// the bound that building it pays ([`counted::WALKED_LONG_TOKENS`]).
     Table(Arc<counted::LoopCounts>),
-    /// The item is inside a forced repetition.
+    /// The item is inside a forced repetition, or at its start with few tokens longer than its
+    /// budget and no table built.
     Walk(&'a counted::Forced),
     /// The repetition is bounded, its loop-backs not forced.
     Bounds(Arc<counted::LoopBounds>),
@@ -527,9 +529,15 @@ impl MaskCache {
         region_table_in(self.shared.as_ref(), &self.region_tables, vocab, r)
     }
 
-    /// How the accepted tokens of an item of `slot`'s state near its repetition's upper bound
-    /// are trusted (see `counted.rs`).
-    pub(crate) fn near_bound(&self, fsm: &GrammarFsm, vocab: &Vocabulary, slot: EntrySlot) -> NearBound<'_> {
+    /// How the accepted tokens of an item of `slot`'s state near its repetition's upper bound,
+    /// with at least `least` loop-backs left, are trusted (see `counted.rs`).
+    pub(crate) fn near_bound(
+        &self,
+        fsm: &GrammarFsm,
+        vocab: &Vocabulary,
+        slot: EntrySlot,
+        least: u32,
+    ) -> NearBound<'_> {
         let state = slot.state;
         let forced = self.forced.get_or_init(|| counted::ForcedRules::new(fsm));
         let Some(f) = forced.of(fsm, &self.follow, state) else {
@@ -541,12 +549,24 @@ impl MaskCache {
         if state != f.start() {
             return NearBound::Walk(f);
         }
+        // A table costs a walk of the whole vocabulary (2–3 ms for 128k tokens, in the fill
+        // that first needs it); far from the bound, walking the few tokens longer than the
+        // budget costs tens of microseconds, and most strings end there.
+        let walk_instead = vocab.tokens_longer_than(least as usize).len() <= counted::WALKED_LONG_TOKENS;
         let build = || counted::LoopCounts::new(fsm, vocab, f);
         if let Some(sh) = &self.shared {
-            return NearBound::Table(sh.pool.loop_counts(f.key, build));
+            return match sh.pool.built_loop_counts(f.key) {
+                Some(table) => NearBound::Table(table),
+                None if walk_instead => NearBound::Walk(f),
+                None => NearBound::Table(sh.pool.loop_counts(f.key, build)),
+            };
         }
         let mut tables = self.loop_counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        NearBound::Table(Arc::clone(tables.entry(f.key).or_insert_with(|| Arc::new(build()))))
+        match tables.get(&f.key) {
+            Some(table) => NearBound::Table(Arc::clone(table)),
+            None if walk_instead => NearBound::Walk(f),
+            None => NearBound::Table(Arc::clone(tables.entry(f.key).or_insert_with(|| Arc::new(build())))),
+        }
     }
 
     /// The lexical loop whose slice the entry of `state` is built from, if any (see

@@ -279,6 +279,11 @@ impl MaskPool {
         get_or_insert(&self.loop_counts, key, || Arc::new(build()))
     }
 
+    /// The loop-back table under `key` if one is built, without building it.
+    pub(super) fn built_loop_counts(&self, key: u128) -> Option<Arc<LoopCounts>> {
+        self.loop_counts.lock().get(&key).cloned()
+    }
+
     /// The fingerprint of the vocabulary the pool serves ([`vocabulary_fingerprint`]).
     pub fn vocab_fingerprint(&self) -> u64 {
         self.vocab_id

@@ -275,7 +275,7 @@ fn merge_near_bound(
     let longer_than_least = (least as usize + 1)..=vocab.max_token_len();
     let distrust = |trusted: &mut [u32], id: u32| trusted[id as usize / 32] &= !(1 << (id % 32));
     let state = slot.state;
-    match grammar.mask_cache().near_bound(fsm, vocab, slot) {
+    match grammar.mask_cache().near_bound(fsm, vocab, slot, least) {
         NearBound::Table(counts) => {
             let within_least = counts.within(least);
             let within_most = counts.within_or_all(most);
