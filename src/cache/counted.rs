@@ -587,8 +587,6 @@ impl Readings {
 pub(crate) struct LoopBounds {
     state: StateId,
     bound: Bound,
-    /// Bounds most verdicts away, for a bound by walks.
-    iteration: Option<IterationBytes>,
     /// The repetition's byte steps, tabled on first use.
     steps: OnceLock<RuleSteps>,
     /// (A std mutex: matchers of the grammar share the bounds; see `cache::MaskCache`.)
@@ -604,104 +602,14 @@ struct BoundsSoFar {
     by_bound: Vec<Vec<(u32, u32)>>,
     /// The byte steps of the caller's states the verdicts walked.
     caller: StateRows,
-    /// Per most loop-backs (see [`IterationBytes`]), the tokens longer than `longer_than`
-    /// whose verdict waits until a budget is below that.
-    deferred: Vec<Vec<u32>>,
-}
-
-/// The bytes that may end and begin an iteration of a repetition whose body reads bytes only:
-/// a loop-back reads a byte that begins an iteration right after one that ended an iteration
-/// (or first, where the item's state ends one), so such places in a token bound its loop-backs
-/// in one pass over its bytes, without the automaton. Whether a byte ends an iteration is told
-/// by the byte before it: in a word count, `n` ends a word's space only after a backslash (the
-/// escape `\n`), and a space after anything. Most tokens longer than a word count's budget
-/// then bound below it: they are within it whatever their readings and need no verdict
-/// (`Github_ultra---o62059`: 26,766 verdicts at a budget of 8 words, 3.3 ms in one fill).
-#[derive(Debug)]
-struct IterationBytes {
-    /// The bytes that may end an iteration, after any byte.
-    ends: ByteSet,
-    /// Per byte, the bytes that may end an iteration right after it.
-    ends_after: Box<[ByteSet; 256]>,
-    begins: ByteSet,
-}
-
-impl IterationBytes {
-    /// The bytes of the repetition `state` belongs to.
-    fn of(fsm: &GrammarFsm, state: StateId) -> Self {
-        let rule = fsm.rule_of(state);
-        let start = fsm.rule(rule).start;
-        let states = fsm.rule_states(rule);
-        let first = states.clone().next().map_or(0, StateId::index);
-        // The bytes read into each state of the body (its edges stay in it: it reads bytes only).
-        let n = states.len();
-        let mut read_into = vec![ByteSet::EMPTY; n];
-        let index = |s: StateId| s.index().checked_sub(first).filter(|&i| i < n);
-        for s in states.clone() {
-            for e in fsm.byte_edges(s) {
-                if let Some(i) = index(e.target) {
-                    read_into[i].insert_range(e.lo, e.hi);
-                }
-            }
-        }
-        let mut begins = ByteSet::EMPTY;
-        for e in fsm.byte_edges(start) {
-            begins.insert_range(e.lo, e.hi);
-        }
-        let (mut ends, mut ends_after) = (ByteSet::EMPTY, Box::new([ByteSet::EMPTY; 256]));
-        for s in states {
-            for e in fsm.byte_edges(s).iter().filter(|e| fsm.is_final(e.target)) {
-                ends.insert_range(e.lo, e.hi);
-                // The start is also entered by a loop-back, after any byte.
-                let before = match index(s) {
-                    Some(i) if s != start => read_into[i],
-                    _ => ByteSet::FULL,
-                };
-                for x in (0..=255u8).filter(|&x| before.contains(x)) {
-                    ends_after[x as usize].insert_range(e.lo, e.hi);
-                }
-            }
-        }
-        IterationBytes { ends, ends_after, begins }
-    }
-
-    /// The most loop-backs any reading of `bytes` makes: one before the first byte, one at
-    /// every byte that may begin an iteration after one that may end one. `None` for a token
-    /// holding a sentinel byte (its verdict says how it reads).
-    fn most_loop_backs(&self, bytes: &[u8]) -> Option<u32> {
-        let mut most = 1;
-        let mut after_end = false;
-        let mut prev: Option<u8> = None;
-        for &b in bytes {
-            if Sentinel::is_lead(b) {
-                return None;
-            }
-            most += u32::from(after_end && self.begins.contains(b));
-            after_end = match prev {
-                Some(x) => self.ends_after[x as usize].contains(b),
-                None => self.ends.contains(b),
-            };
-            prev = Some(b);
-        }
-        Some(most)
-    }
 }
 
 impl LoopBounds {
     /// No bound known yet, for items of `state` (bounded by `bound`) over `vocab`.
-    pub(crate) fn new(fsm: &GrammarFsm, state: StateId, bound: Bound, vocab: &Vocabulary) -> Self {
-        let so_far = BoundsSoFar {
-            longer_than: vocab.max_token_len(),
-            by_bound: Vec::new(),
-            caller: StateRows::default(),
-            deferred: Vec::new(),
-        };
-        let iteration = match bound {
-            Bound::Walk | Bound::WalkOn(_) => Some(IterationBytes::of(fsm, state)),
-            // (Its verdict is already a count of bytes.)
-            Bound::FirstBytes(_) => None,
-        };
-        LoopBounds { state, bound, iteration, steps: OnceLock::new(), so_far: Mutex::new(so_far) }
+    pub(crate) fn new(state: StateId, bound: Bound, vocab: &Vocabulary) -> Self {
+        let so_far =
+            BoundsSoFar { longer_than: vocab.max_token_len(), by_bound: Vec::new(), caller: StateRows::default() };
+        LoopBounds { state, bound, steps: OnceLock::new(), so_far: Mutex::new(so_far) }
     }
 
     /// The verdict on a token of `bytes`.
@@ -734,24 +642,9 @@ impl LoopBounds {
         if budget < so_far.longer_than {
             let newly_longer = (budget + 1)..=so_far.longer_than;
             for_each_accepted_of_lengths(vocab, &newly_longer, accepted, |id, bytes| {
-                // A token that cannot loop back more often than the budget is within it.
-                match self.iteration.as_ref().and_then(|it| it.most_loop_backs(bytes)) {
-                    Some(most) if most as usize <= budget => {
-                        if so_far.deferred.len() <= most as usize {
-                            so_far.deferred.resize_with(most as usize + 1, Vec::new);
-                        }
-                        so_far.deferred[most as usize].push(id);
-                    }
-                    _ => self.record(fsm, so_far, id, bytes),
-                }
+                self.record(fsm, so_far, id, bytes)
             });
             so_far.longer_than = budget;
-        }
-        // The deferred tokens the budget no longer covers get their verdicts.
-        while so_far.deferred.len() > budget + 1 {
-            for id in so_far.deferred.pop().unwrap_or_default() {
-                self.record(fsm, so_far, id, vocab.token_bytes(id));
-            }
         }
         for (i, tokens) in so_far.by_bound.iter().enumerate().skip(budget) {
             // `by_bound[i]` holds the tokens valid from `i + 1` loop-backs left.
@@ -783,19 +676,14 @@ impl LoopBounds {
     pub(crate) fn memory_usage(&self) -> usize {
         let so_far = self.so_far.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let steps = self.steps.get().map_or(0, RuleSteps::memory_usage);
-        let deferred: usize = so_far.deferred.iter().map(|ids| ids.capacity() * 4).sum();
-        steps
-            + so_far.caller.memory_usage()
-            + so_far.by_bound.iter().map(|ids| ids.capacity() * 8).sum::<usize>()
-            + deferred
+        steps + so_far.caller.memory_usage() + so_far.by_bound.iter().map(|ids| ids.capacity() * 8).sum::<usize>()
     }
 }
 
 /// Calls `f(id, bytes)` with each normal token of `accepted` (a bitset by id) whose length in
-/// bytes is in `lengths`, in no particular order. Reading thousands of tokens by id reads their
-/// bytes all over the vocabulary, a cache miss or two each (26,766 tokens: 2.7 ms); past one
-/// token in [`SCAN_RATIO`] of the vocabulary, a pass over the byte-sorted tokens reads them in
-/// memory order instead.
+/// bytes is in `lengths`, as [`accepted_of_lengths`] finds them; the tokens of those lengths
+/// are read in memory order ([`Vocabulary::tokens_of_lengths`]): reading 26,766 tokens by id
+/// cost 2.7 ms in one fill, a cache miss or two each.
 pub(crate) fn for_each_accepted_of_lengths(
     vocab: &Vocabulary,
     lengths: &std::ops::RangeInclusive<usize>,
@@ -804,22 +692,15 @@ pub(crate) fn for_each_accepted_of_lengths(
 ) {
     let known = vocab.tokens_longer_than(*lengths.end()).len();
     let of_lengths = vocab.tokens_longer_than(lengths.start() - 1).len() - known;
-    let ids = vocab.sorted_token_ids();
-    if of_lengths.min(count_allowed(accepted)) <= ids.len() / SCAN_RATIO {
-        accepted_of_lengths(vocab, lengths, accepted).into_iter().for_each(|id| f(id, vocab.token_bytes(id)));
+    if of_lengths <= count_allowed(accepted) {
+        vocab
+            .tokens_of_lengths(lengths.clone())
+            .filter(|&(id, _)| is_allowed(accepted, id))
+            .for_each(|(id, b)| f(id, b));
         return;
     }
-    for (pos, &id) in ids.iter().enumerate() {
-        let bytes = vocab.sorted_token_bytes(pos);
-        if lengths.contains(&bytes.len()) && is_allowed(accepted, id) {
-            f(id, bytes);
-        }
-    }
+    accepted_of_lengths(vocab, lengths, accepted).into_iter().for_each(|id| f(id, vocab.token_bytes(id)));
 }
-
-/// See [`for_each_accepted_of_lengths`]: a pass over the whole vocabulary in memory order
-/// costs about as much as reading one token in this many by id.
-const SCAN_RATIO: usize = 64;
 
 /// The normal tokens of `accepted` (a bitset by id) whose length in bytes is in `lengths`: from
 /// the tokens of those lengths or from the accepted ones, whichever are fewer (an enum item's
@@ -982,7 +863,7 @@ mod tests {
             // Every state of the body: the one after a word's space ends an iteration, and its
             // first byte may loop back at once.
             for state in fsm.rule_states(fsm.rule_of(start)) {
-                let bounds = LoopBounds::new(&fsm, state, Bound::Walk, &vocab);
+                let bounds = LoopBounds::new(state, Bound::Walk, &vocab);
                 for _ in 0..6 {
                     let budget = next(8) as u32;
                     let mut beyond = Vec::new();

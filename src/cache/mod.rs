@@ -543,7 +543,7 @@ impl MaskCache {
         let Some(f) = forced.of(fsm, &self.follow, state) else {
             let Some(bound) = forced.bound(fsm, &self.follow, state) else { return NearBound::Parser };
             let mut bounds = self.loop_bounds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let new = || Arc::new(counted::LoopBounds::new(fsm, state, bound, vocab));
+            let new = || Arc::new(counted::LoopBounds::new(state, bound, vocab));
             return NearBound::Bounds(Arc::clone(bounds.entry(slot.index()).or_insert_with(new)));
         };
         if state != f.start() {

@@ -9,7 +9,7 @@
 
 use super::engine::{Engine, StateUse};
 use super::oracle::walk_tokens;
-use crate::cache::counted::{accepted_of_lengths, Reading};
+use crate::cache::counted::{accepted_of_lengths, for_each_accepted_of_lengths, Reading};
 use crate::cache::{AdaptiveTokenMask, EntrySlot, NearBound};
 use crate::compiled::CompiledGrammar;
 use crate::pda::{content_states_hash, matches_cut_content};
@@ -290,8 +290,12 @@ fn merge_near_bound(
             }
         }
         NearBound::Walk(forced) => {
-            for id in accepted_of_lengths(vocab, &longer_than_least, &trusted) {
-                match forced.loops(fsm, state, vocab.token_bytes(id)) {
+            let mut readings = Vec::new();
+            for_each_accepted_of_lengths(vocab, &longer_than_least, &trusted, |id, bytes| {
+                readings.push((id, forced.loops(fsm, state, bytes)));
+            });
+            for (id, reading) in readings {
+                match reading {
                     Reading::Loops(n) if n <= least => {}
                     Reading::Loops(n) if n > most => distrust(&mut trusted, id),
                     _ => {

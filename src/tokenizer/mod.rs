@@ -143,6 +143,11 @@ struct ByLength {
     ids: Box<[u32]>,
     /// Per length `n` up to the longest token's, how many tokens are longer than `n`.
     longer: Box<[u32]>,
+    /// The bytes of `ids`, in that order: the tokens of one length are read in memory order,
+    /// where reading thousands by id jumps around the vocabulary (a cache miss or two each).
+    data: Box<[u8]>,
+    /// Per length `n`, where the bytes of the tokens of length `n` start in `data`.
+    data_start: Box<[usize]>,
 }
 
 /// The byte side: per id its bytes under one kind, and the sorted order of normal tokens.
@@ -577,9 +582,22 @@ impl Vocabulary {
     /// The normal tokens longer than `len` bytes, longest first (equal lengths in sorted order):
     /// what a step near a repetition's bound cannot trust by length alone.
     pub fn tokens_longer_than(&self, len: usize) -> &[u32] {
-        let ByLength { ids, longer } = &self.bytes.by_length;
+        let ByLength { ids, longer, .. } = &self.bytes.by_length;
         let n = longer.get(len).map_or(0, |&n| n as usize);
         &ids[..n]
+    }
+
+    /// The normal tokens whose length in bytes is in `lengths`, with their bytes, longest first
+    /// (equal lengths in sorted order), read in memory order.
+    pub fn tokens_of_lengths(&self, lengths: std::ops::RangeInclusive<usize>) -> impl Iterator<Item = (u32, &[u8])> {
+        let ByLength { ids, longer, data, data_start } = &self.bytes.by_length;
+        let (lo, hi) = ((*lengths.start()).max(1), (*lengths.end()).min(self.max_token_len()));
+        (lo..=hi).rev().flat_map(move |n| {
+            let first = longer[n] as usize;
+            let end = longer[n - 1] as usize;
+            let bytes = &data[data_start[n]..data_start[n] + (end - first) * n];
+            ids[first..end].iter().copied().zip(bytes.chunks_exact(n))
+        })
     }
 
     /// The positions of [`sorted_token_ids`](Self::sorted_token_ids) whose tokens start with a
@@ -650,6 +668,8 @@ impl Vocabulary {
             + b.token_mask.capacity() * 4
             + b.trie.memory_usage()
             + (b.by_length.ids.len() + b.by_length.longer.len()) * 4
+            + b.by_length.data.len()
+            + b.by_length.data_start.len() * std::mem::size_of::<usize>()
             + self.stop_ids.len() * 4
     }
 
@@ -803,7 +823,7 @@ pub(crate) fn build_byte_table(
         sorted_pos[id as usize] = pos as u32;
     }
     let max_token_len = sorted_ids.iter().map(|&id| bytes_of(id).len()).max().unwrap_or(0);
-    let by_length = by_length(&sorted_ids, |id| bytes_of(id).len(), max_token_len);
+    let by_length = by_length(&sorted_ids, bytes_of, max_token_len);
     let mut normal_mask = vec![0u32; n.div_ceil(32)];
     for &id in &sorted_ids {
         normal_mask[id as usize / 32] |= 1 << (id % 32);
@@ -835,7 +855,8 @@ pub(crate) fn build_byte_table(
 
 /// The normal tokens (`sorted_ids`) by length, longest first and equal lengths in sorted order,
 /// and per length `n` up to `max` how many are longer than `n`: a counting sort.
-fn by_length(sorted_ids: &[u32], len_of: impl Fn(u32) -> usize, max: usize) -> ByLength {
+fn by_length<'b>(sorted_ids: &[u32], bytes_of: impl Fn(u32) -> &'b [u8], max: usize) -> ByLength {
+    let len_of = |id: u32| bytes_of(id).len();
     let mut of_length = vec![0u32; max + 1];
     for &id in sorted_ids {
         of_length[len_of(id)] += 1;
@@ -854,7 +875,20 @@ fn by_length(sorted_ids: &[u32], len_of: impl Fn(u32) -> usize, max: usize) -> B
         ids[*slot as usize] = id;
         *slot += 1;
     }
-    ByLength { ids: ids.into_boxed_slice(), longer: longer.into_boxed_slice() }
+    let data: Vec<u8> = ids.iter().flat_map(|&id| bytes_of(id).iter().copied()).collect();
+    // The tokens longer than `n` come first: their bytes, then those of length `n`.
+    let mut data_start = vec![0usize; max + 1];
+    let mut so_far = 0;
+    for n in (1..=max).rev() {
+        data_start[n] = so_far;
+        so_far += n * (longer[n - 1] - longer[n]) as usize;
+    }
+    ByLength {
+        ids: ids.into_boxed_slice(),
+        longer: longer.into_boxed_slice(),
+        data: data.into(),
+        data_start: data_start.into(),
+    }
 }
 
 #[cfg(test)]
@@ -934,6 +968,26 @@ mod tests {
     fn empty_vocabulary_is_an_error() {
         assert!(matches!(build_text_table(vec![None, None]), Err(VocabError::EmptyVocabulary)));
         assert!(matches!(VocabularyBuilder::new().build(), Err(VocabError::EmptyVocabulary)));
+    }
+
+    /// The tokens of some lengths, read by length, are each token of those lengths with its
+    /// own bytes, longest first.
+    #[test]
+    fn tokens_of_lengths_hold_each_tokens_bytes() {
+        let texts = ["a", "bb", "ab", "ccc", "b", "abcd", "dcb", "zz", "y"];
+        let vocab = VocabularyBuilder::new().tokens(texts).build().unwrap();
+        for lo in 0..6 {
+            for hi in lo..6 {
+                let got: Vec<(u32, Vec<u8>)> =
+                    vocab.tokens_of_lengths(lo..=hi).map(|(id, bytes)| (id, bytes.to_vec())).collect();
+                let mut expected: Vec<(u32, Vec<u8>)> = (0..texts.len() as u32)
+                    .filter(|&id| (lo..=hi).contains(&vocab.token_bytes(id).len()))
+                    .map(|id| (id, vocab.token_bytes(id).to_vec()))
+                    .collect();
+                expected.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.1.cmp(&b.1)));
+                assert_eq!(got, expected, "lengths {lo}..={hi}");
+            }
+        }
     }
 
     #[test]
