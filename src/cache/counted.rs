@@ -681,9 +681,11 @@ impl LoopBounds {
 }
 
 /// Calls `f(id, bytes)` with each normal token of `accepted` (a bitset by id) whose length in
-/// bytes is in `lengths`, as [`accepted_of_lengths`] finds them; the tokens of those lengths
-/// are read in memory order ([`Vocabulary::tokens_of_lengths`]): reading 26,766 tokens by id
-/// cost 2.7 ms in one fill, a cache miss or two each.
+/// bytes is in `lengths`: from the tokens of those lengths or from the accepted ones, whichever
+/// are fewer (an enum item's state, a state per letter of each name, accepts a few dozen
+/// tokens, and each of its budgets would otherwise test a hundred thousand). The tokens of some
+/// lengths are read in memory order ([`Vocabulary::tokens_of_lengths`]): reading 26,766 tokens
+/// by id cost 2.7 ms in one fill, a cache miss or two each.
 pub(crate) fn for_each_accepted_of_lengths(
     vocab: &Vocabulary,
     lengths: &std::ops::RangeInclusive<usize>,
@@ -693,34 +695,20 @@ pub(crate) fn for_each_accepted_of_lengths(
     let known = vocab.tokens_longer_than(*lengths.end()).len();
     let of_lengths = vocab.tokens_longer_than(lengths.start() - 1).len() - known;
     if of_lengths <= count_allowed(accepted) {
-        vocab
-            .tokens_of_lengths(lengths.clone())
-            .filter(|&(id, _)| is_allowed(accepted, id))
-            .for_each(|(id, b)| f(id, b));
+        for (id, bytes) in vocab.tokens_of_lengths(lengths.clone()) {
+            if is_allowed(accepted, id) {
+                f(id, bytes);
+            }
+        }
         return;
     }
-    accepted_of_lengths(vocab, lengths, accepted).into_iter().for_each(|id| f(id, vocab.token_bytes(id)));
-}
-
-/// The normal tokens of `accepted` (a bitset by id) whose length in bytes is in `lengths`: from
-/// the tokens of those lengths or from the accepted ones, whichever are fewer (an enum item's
-/// state, a state per letter of each name, accepts a few dozen tokens, and each of its budgets
-/// would otherwise test a hundred thousand).
-pub(crate) fn accepted_of_lengths(
-    vocab: &Vocabulary,
-    lengths: &std::ops::RangeInclusive<usize>,
-    accepted: &[u32],
-) -> Vec<u32> {
-    let known = vocab.tokens_longer_than(*lengths.end()).len();
-    let of_lengths = &vocab.tokens_longer_than(lengths.start() - 1)[known..];
-    if of_lengths.len() <= count_allowed(accepted) {
-        return of_lengths.iter().copied().filter(|&id| is_allowed(accepted, id)).collect();
-    }
     let normal = vocab.normal_token_mask();
-    allowed_ids(accepted)
-        .map(|id| id as u32)
-        .filter(|&id| is_allowed(normal, id) && lengths.contains(&vocab.token_bytes(id).len()))
-        .collect()
+    for id in allowed_ids(accepted).map(|id| id as u32).filter(|&id| is_allowed(normal, id)) {
+        let bytes = vocab.token_bytes(id);
+        if lengths.contains(&bytes.len()) {
+            f(id, bytes);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 
 use super::engine::{Engine, StateUse};
 use super::oracle::walk_tokens;
-use crate::cache::counted::{accepted_of_lengths, for_each_accepted_of_lengths, Reading};
+use crate::cache::counted::{for_each_accepted_of_lengths, Reading};
 use crate::cache::{AdaptiveTokenMask, EntrySlot, NearBound};
 use crate::compiled::CompiledGrammar;
 use crate::pda::{content_states_hash, matches_cut_content};
@@ -275,6 +275,11 @@ fn merge_near_bound(
     let longer_than_least = (least as usize + 1)..=vocab.max_token_len();
     let distrust = |trusted: &mut [u32], id: u32| trusted[id as usize / 32] &= !(1 << (id % 32));
     let state = slot.state;
+    // The accepted tokens beyond the least budget: to check (the parser decides) or refused;
+    // either way no longer trusted.
+    let from = scratch.check.len();
+    let (check, refused) = (&mut scratch.check, &mut scratch.refused);
+    refused.clear();
     match grammar.mask_cache().near_bound(fsm, vocab, slot, least) {
         NearBound::Table(counts) => {
             let within_least = counts.within(least);
@@ -283,52 +288,35 @@ fn merge_near_bound(
                 // Accepted tokens within the most but not the least budget: the parser decides.
                 let mut undecided = *t & !within_least[w] & within_most.map_or(u32::MAX, |m| m[w]);
                 while undecided != 0 {
-                    scratch.check.push(position((w * 32) as u32 + undecided.trailing_zeros()));
+                    check.push(position((w * 32) as u32 + undecided.trailing_zeros()));
                     undecided &= undecided - 1;
                 }
                 *t &= within_least[w];
             }
         }
-        NearBound::Walk(forced) => {
-            let mut readings = Vec::new();
-            for_each_accepted_of_lengths(vocab, &longer_than_least, &trusted, |id, bytes| {
-                readings.push((id, forced.loops(fsm, state, bytes)));
-            });
-            for (id, reading) in readings {
-                match reading {
-                    Reading::Loops(n) if n <= least => {}
-                    Reading::Loops(n) if n > most => distrust(&mut trusted, id),
-                    _ => {
-                        distrust(&mut trusted, id);
-                        scratch.check.push(position(id));
-                    }
-                }
+        NearBound::Walk(forced) => for_each_accepted_of_lengths(vocab, &longer_than_least, &trusted, |id, bytes| {
+            match forced.loops(fsm, state, bytes) {
+                Reading::Loops(n) if n <= least => {}
+                Reading::Loops(n) if n > most => refused.push(id),
+                _ => check.push(position(id)),
             }
-        }
+        }),
         NearBound::Bounds(bounds) => {
-            // The tokens beyond the budget are among the trusted ones (verdicts are only
-            // found for them): checked or refused, then no longer trusted.
-            let from = scratch.check.len();
-            let (check, refused) = (&mut scratch.check, &mut scratch.refused);
-            refused.clear();
             bounds.for_each_beyond(fsm, vocab, (least, most), &trusted, |id, checked| match checked {
                 true => check.push(position(id)),
                 false => refused.push(id),
-            });
-            let ids = vocab.sorted_token_ids();
-            for &pos in &scratch.check[from..] {
-                distrust(&mut trusted, ids[pos as usize]);
-            }
-            for &id in &scratch.refused {
-                distrust(&mut trusted, id);
-            }
+            })
         }
         NearBound::Parser => {
-            for id in accepted_of_lengths(vocab, &longer_than_least, &trusted) {
-                distrust(&mut trusted, id);
-                scratch.check.push(position(id));
-            }
+            for_each_accepted_of_lengths(vocab, &longer_than_least, &trusted, |id, _| check.push(position(id)))
         }
+    }
+    let ids = vocab.sorted_token_ids();
+    for &pos in &scratch.check[from..] {
+        distrust(&mut trusted, ids[pos as usize]);
+    }
+    for &id in &scratch.refused {
+        distrust(&mut trusted, id);
     }
     or_into(out, &trusted);
     scratch.trusted = trusted;
