@@ -301,8 +301,8 @@ impl Region {
 
 /// The region states reading a byte into a set of region states, for one table's pass. A
 /// region state has at most one edge per byte into the region, so the states reading `b` into
-/// a union of targets are the union of those reading it into each: an answer is the OR of one
-/// row lookup per byte of the mask ([`MaskBytes`]).
+/// a union of targets are the union of those reading it into each: an answer is the OR of the
+/// answers of the mask's states (memoized by a table's pass in [`Answers`]).
 struct ReadingInto {
     all: StateMask,
     /// Per byte, its column class (bytes that every region state reads alike share one).
@@ -311,25 +311,50 @@ struct ReadingInto {
     into_state: Vec<[StateMask; MAX_REGION_STATES]>,
 }
 
-/// Every answer of [`ReadingInto`], by byte of the mask: per column class and byte `j` of a
-/// mask (its states `8j..8j + 8`), per value `v` of that byte, the states reading a byte of the
-/// class into a state of `v << 8j`. A table's pass looks up one row per byte of the region's
-/// masks (one for a region of up to 8 states) instead of computing its answers: a region of
-/// 20–31 states (a pattern's string body, with its escapes and UTF-8 states) took 1.6–2.3 ms
-/// through a memo of computed answers, 0.7–1.6 ms for smaller ones.
-struct MaskBytes {
-    /// Bytes per mask: the region's states over 8, rounded up.
-    chunks: usize,
-    /// Row `class * chunks + j`: the answers for byte `j` of a mask.
-    rows: Vec<[StateMask; 256]>,
+/// The answers of [`ReadingInto`] met in one table's pass, memoized in a direct-mapped array.
+/// A pass asks for 190k answers on a 128k vocabulary, but for at most a few thousand distinct
+/// (class, mask) pairs (250–1,400 in MaskBench). Tables of every answer by byte of the mask
+/// were up to 540 KiB for a wide region with many classes: their lookups missed the caches,
+/// and a wide table took 1.7 ms (1.1 ms with the memo).
+struct Answers {
+    slots: Box<[Slot]>,
+    /// 64 minus the log2 of the slots' count: a key's hash shifted by it is its slot.
+    shift: u32,
 }
 
-impl MaskBytes {
-    /// The region states that read a byte of column class `c` into a region state of `mask`.
+/// One memoized answer: the states reading a byte of `class` into a state of `mask`.
+#[derive(Clone, Copy)]
+struct Slot {
+    mask: StateMask,
+    /// The column class, or `u16::MAX` while the slot is empty.
+    class: u16,
+    answer: StateMask,
+}
+
+impl Answers {
+    /// The log2 of the slots' count: above the distinct pairs of most passes (96 KiB).
+    const SLOTS_LOG2: u32 = 12;
+
+    fn new() -> Self {
+        Self::with_slots_log2(Self::SLOTS_LOG2)
+    }
+
+    /// A memo of `1 << log2` slots (`log2` from 1 to 63).
+    fn with_slots_log2(log2: u32) -> Self {
+        let empty = Slot { mask: 0, class: u16::MAX, answer: 0 };
+        Answers { slots: vec![empty; 1 << log2].into_boxed_slice(), shift: 64 - log2 }
+    }
+
+    /// The answer for (`class`, `mask`), computed by `compute` when its slot holds another.
     #[inline]
-    fn of(&self, c: u8, mask: StateMask) -> StateMask {
-        let rows = &self.rows[c as usize * self.chunks..][..self.chunks];
-        rows.iter().enumerate().fold(0, |out, (j, row)| out | row[(mask >> (8 * j)) as usize & 0xFF])
+    fn of(&mut self, class: u8, mask: StateMask, compute: impl FnOnce(u8, StateMask) -> StateMask) -> StateMask {
+        let key = mask ^ (u64::from(class) << 56 | u64::from(class));
+        let index = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
+        let slot = &mut self.slots[index];
+        if slot.mask != mask || slot.class != u16::from(class) {
+            *slot = Slot { mask, class: class.into(), answer: compute(class, mask) };
+        }
+        slot.answer
     }
 }
 
@@ -365,32 +390,12 @@ impl ReadingInto {
         ReadingInto { all: region.all(), class, into_state }
     }
 
-    /// Every answer, by byte of the mask (see [`MaskBytes`]): each row entry is the one of the
-    /// value without its lowest bit, plus the states reading into that bit's state.
-    fn by_mask_byte(&self) -> MaskBytes {
-        let chunks = (self.all.count_ones() as usize).div_ceil(8);
-        let mut rows = Vec::with_capacity(self.into_state.len() * chunks);
-        for into_state in &self.into_state {
-            for j in 0..chunks {
-                let mut row = [0; 256];
-                for v in 1..256usize {
-                    let state = 8 * j + v.trailing_zeros() as usize;
-                    row[v] = row[v & (v - 1)] | into_state.get(state).copied().unwrap_or(0);
-                }
-                rows.push(row);
-            }
-        }
-        MaskBytes { chunks, rows }
-    }
-
-    /// The region states that read a byte of column class `c` into a region state of `mask`,
-    /// computed (the reference for [`MaskBytes`]).
-    #[cfg(test)]
-    fn compute(&self, c: usize, mask: StateMask) -> StateMask {
+    /// The region states that read a byte of column class `c` into a region state of `mask`.
+    fn compute(&self, c: u8, mask: StateMask) -> StateMask {
         let mut out = 0;
         let mut bits = mask & self.all;
         while bits != 0 {
-            out |= self.into_state[c][bits.trailing_zeros() as usize];
+            out |= self.into_state[c as usize][bits.trailing_zeros() as usize];
             bits &= bits - 1;
         }
         out
@@ -418,11 +423,12 @@ impl RegionTable {
     /// it is folded into its parent's.
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
         let reading = ReadingInto::new(region);
-        let answers = reading.by_mask_byte();
         let (all, class) = (reading.all, &reading.class);
+        let mut answers = Answers::new();
+        let mut read = |c: u8, mask: StateMask| answers.of(c, mask, |c, mask| reading.compute(c, mask));
         let masks = match u32::try_from(all) {
-            Ok(narrow) => Masks::Narrow(Self::pass(vocab, narrow, class, |c, mask| answers.of(c, mask.into()) as u32)),
-            Err(_) => Masks::Wide(Self::pass(vocab, all, class, |c, mask| answers.of(c, mask))),
+            Ok(narrow) => Masks::Narrow(Self::pass(vocab, narrow, class, |c, mask| read(c, mask.into()) as u32)),
+            Err(_) => Masks::Wide(Self::pass(vocab, all, class, read)),
         };
         RegionTable { masks }
     }
@@ -559,31 +565,42 @@ mod tests {
         }
     }
 
-    /// The answers by byte of the mask equal the state-by-state ones, for every byte and many
-    /// masks, on a region of more than 8 states (the escape states and UTF-8 states of a
-    /// string): masks of two bytes.
+    /// The answers by class and by memo equal the state-by-state ones, for every byte and many
+    /// masks, on regions of more than 8 and more than 32 states (the escape states and UTF-8
+    /// states of a string). The masks are asked twice, of a pass's memo and of one of two slots
+    /// (pairs of different classes and masks share a slot).
     #[test]
-    fn answers_by_mask_byte_equal_state_by_state() {
-        for (grammar, chunks) in [(LARGE_BODY.to_string(), 2), (wide_body(), 5)] {
+    fn memoized_answers_equal_state_by_state() {
+        for grammar in [LARGE_BODY.to_string(), wide_body()] {
             let g = crate::parse_ebnf(&grammar, "root").unwrap();
             let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
             let regions = Regions::new(&fsm, &vocab(), None);
             let region = only_region(&fsm, &regions);
             assert!(region.states.len() > 8, "body, escapes, and the middles of two characters");
             let reading = ReadingInto::new(region);
-            let answers = reading.by_mask_byte();
-            assert_eq!(answers.chunks, chunks);
             let all = region.all();
-            let mut masks: Vec<StateMask> = (0..200u64).map(|i| all & i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+            let mut masks: Vec<StateMask> = (0..5000u64).map(|i| all & i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
             masks.extend([0, all]);
             masks.extend((0..region.states.len()).flat_map(|k| [1 << k, all & !(1 << k)]));
-            for mask in masks {
-                for b in 0..=255u8 {
-                    let c = reading.class[b as usize];
-                    let want = region.reading_into(b, mask);
-                    assert_eq!(reading.compute(c as usize, mask), want, "byte {b:#x}, mask {mask:#b}");
-                    assert_eq!(answers.of(c, mask), want, "byte {b:#x}, mask {mask:#b}");
+            // The memo of a pass, and one of two slots (every other pair shares a slot).
+            for mut answers in [Answers::new(), Answers::with_slots_log2(1)] {
+                let mut computed = 0;
+                for _ in 0..2 {
+                    for &mask in &masks {
+                        for b in 0..=255u8 {
+                            let c = reading.class[b as usize];
+                            let want = region.reading_into(b, mask);
+                            assert_eq!(reading.compute(c, mask), want, "byte {b:#x}, mask {mask:#b}");
+                            let memoized = answers.of(c, mask, |c, mask| {
+                                computed += 1;
+                                reading.compute(c, mask)
+                            });
+                            assert_eq!(memoized, want, "byte {b:#x}, mask {mask:#b}");
+                        }
+                    }
                 }
+                let asked = 2 * masks.len() * 256;
+                assert!(computed < asked / 2, "the memo answers repeated pairs: {computed} of {asked} computed");
             }
         }
     }
