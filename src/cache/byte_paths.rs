@@ -649,10 +649,16 @@ impl<'a> LazyDfa<'a> {
     /// The set after reading `b` from set `set`, or [`DEAD`] or [`GIVE_UP`].
     #[inline]
     fn step(&mut self, set: u32, b: u8) -> u32 {
-        let next = self.next[set as usize][b as usize];
-        if next != UNKNOWN {
-            return next;
+        match self.next[set as usize][b as usize] {
+            UNKNOWN => self.step_first(set, b),
+            next => next,
         }
+    }
+
+    /// [`LazyDfa::step`] the first time: out of line, so that a walk's loop over known
+    /// transitions stays small (with it inlined, the loop spilled its state to the stack).
+    #[inline(never)]
+    fn step_first(&mut self, set: u32, b: u8) -> u32 {
         let (next, lo, hi) = self.compute(set, b);
         // Every byte of `lo..=hi` is read by the same edges: the same set (the sentinel lead
         // bytes keep their `DEAD`).
