@@ -390,6 +390,22 @@ impl ReadingInto {
         ReadingInto { all: region.all(), class, into_state }
     }
 
+    /// For a region of at most 8 states, every answer: entry `c << 8 | mask` is the states
+    /// reading a byte of class `c` into a state of `mask`.
+    fn every_tiny_answer(&self) -> Vec<u8> {
+        let classes = self.into_state.len();
+        let mut answers = vec![0u8; classes << 8];
+        for c in 0..classes {
+            for mask in 1..256usize {
+                // The answer of the mask without its lowest state, and that state's.
+                let state = mask.trailing_zeros() as usize;
+                let answer = answers[c << 8 | (mask & (mask - 1))] | self.into_state[c][state] as u8;
+                answers[c << 8 | mask] = answer;
+            }
+        }
+        answers
+    }
+
     /// The region states that read a byte of column class `c` into a region state of `mask`.
     fn compute(&self, c: u8, mask: StateMask) -> StateMask {
         let mut out = 0;
@@ -410,9 +426,11 @@ pub(crate) struct RegionTable {
 }
 
 /// The masks of a [`RegionTable`], narrow for a region of at most 32 states (the string bodies
-/// of most grammars): a table is a few MiB for a 128k vocabulary, and a pool keeps dozens.
+/// of most grammars) and tiny for one of at most 8 (a run of a character class): a table is a
+/// few MiB for a 128k vocabulary, and a pool keeps dozens.
 #[derive(Debug)]
 enum Masks {
+    Tiny(Box<[u8]>),
     Narrow(Box<[u32]>),
     Wide(Box<[u64]>),
 }
@@ -424,6 +442,12 @@ impl RegionTable {
     pub(crate) fn new(vocab: &Vocabulary, region: &Region) -> Self {
         let reading = ReadingInto::new(region);
         let (all, class) = (reading.all, &reading.class);
+        if let Ok(tiny) = u8::try_from(all) {
+            // Every answer, by class and mask: at most 64 KiB, most often a few hundred bytes.
+            let answers = reading.every_tiny_answer();
+            let masks = Self::pass(vocab, tiny, class, |c, mask| answers[usize::from(c) << 8 | usize::from(mask)]);
+            return RegionTable { masks: Masks::Tiny(masks) };
+        }
         let mut answers = Answers::new();
         let mut read = |c: u8, mask: StateMask| answers.of(c, mask, |c, mask| reading.compute(c, mask));
         let masks = match u32::try_from(all) {
@@ -458,6 +482,7 @@ impl RegionTable {
     #[inline]
     pub(crate) fn mask(&self, node: usize) -> StateMask {
         match &self.masks {
+            Masks::Tiny(masks) => masks[node].into(),
             Masks::Narrow(masks) => masks[node].into(),
             Masks::Wide(masks) => masks[node],
         }
@@ -466,6 +491,7 @@ impl RegionTable {
     /// Heap bytes used.
     pub(crate) fn memory_usage(&self) -> usize {
         match &self.masks {
+            Masks::Tiny(masks) => masks.len(),
             Masks::Narrow(masks) => masks.len() * 4,
             Masks::Wide(masks) => masks.len() * 8,
         }
@@ -562,6 +588,26 @@ mod tests {
                 }
             }
             assert!(checked > 50, "only {checked} (node, state) pairs read their subtree");
+        }
+    }
+
+    /// A region of at most 8 states has every answer computed up front; they equal the
+    /// state-by-state ones for every byte and every mask.
+    #[test]
+    fn every_tiny_answer_equals_state_by_state() {
+        let g = crate::parse_ebnf(r#"root ::= "\"" ([ab] | "\u00e9" | "\\" [ab"])* "\"" "#, "root").unwrap();
+        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+        let regions = Regions::new(&fsm, &vocab(), None);
+        let region = only_region(&fsm, &regions);
+        assert!((3..=8).contains(&region.states.len()), "{} states", region.states.len());
+        let reading = ReadingInto::new(region);
+        let answers = reading.every_tiny_answer();
+        for mask in 0..=region.all() {
+            for b in 0..=255u8 {
+                let c = usize::from(reading.class[b as usize]);
+                let want = region.reading_into(b, mask);
+                assert_eq!(StateMask::from(answers[c << 8 | mask as usize]), want, "byte {b:#x}, mask {mask:#b}");
+            }
         }
     }
 
