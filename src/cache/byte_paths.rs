@@ -655,8 +655,9 @@ impl<'a> LazyDfa<'a> {
         }
     }
 
-    /// [`LazyDfa::step`] the first time: out of line, so that a walk's loop over known
-    /// transitions stays small (with it inlined, the loop spilled its state to the stack).
+    /// [`LazyDfa::step`] the first time: out of line, so that `step` itself is inlined into the
+    /// walks. (With this computation inside, `step` was too large to inline: a walk called it
+    /// for every byte and kept its own state on the stack across the calls.)
     #[inline(never)]
     fn step_first(&mut self, set: u32, b: u8) -> u32 {
         let (next, lo, hi) = self.compute(set, b);
