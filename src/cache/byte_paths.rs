@@ -352,8 +352,30 @@ const DEAD: u32 = u32::MAX - 1;
 /// The next set would be too large, or there are too many sets: the walk stops and the parser
 /// decides every token from there.
 const GIVE_UP: u32 = u32::MAX - 2;
-/// Sets beyond this many end the walk (a `[u32; 256]` row each).
+/// Sets beyond this many end the walk (a [`Row`] each).
 const MAX_SETS: usize = 4096;
+
+/// A set's transitions, by byte: the next set's id, or [`UNKNOWN`], [`DEAD`] or [`GIVE_UP`],
+/// in 16 bits ([`widen`]). A walk reads one row per byte, from a few hundred sets: rows of 512
+/// bytes keep twice as many of them in the caches as rows of `u32`.
+type Row = [u16; 256];
+
+/// The set id or marker held as `narrow` in a [`Row`]. Set ids stay below [`KEPT_SETS`] +
+/// [`MAX_SETS`] (a walk resumes at most the one and adds at most the other), below `0x8000`;
+/// the three markers are the three largest `u32`s, and the three largest `u16`s once
+/// narrowed: sign extension gives them back.
+#[inline]
+fn widen(narrow: u16) -> u32 {
+    narrow as i16 as i32 as u32
+}
+
+const _: () = assert!(KEPT_SETS + MAX_SETS < 0x8000 && GIVE_UP < DEAD && DEAD < UNKNOWN && GIVE_UP == u32::MAX - 2);
+
+/// The [`Row`] entry for `wide`, a set id or marker (see [`widen`]).
+fn narrow(wide: u32) -> u16 {
+    debug_assert!(!(0x8000..GIVE_UP).contains(&wide), "set id {wide} does not fit a row");
+    wide as u16
+}
 
 /// The sets of states that byte paths reach, numbered as they are met, with their transitions
 /// filled in on first use: each byte of the walk is then one table lookup.
@@ -382,7 +404,7 @@ struct LazyDfa<'a> {
     own_sets: FastMap<(StateId, u32), bool>,
     /// Per set, its ids without and with a cut ([`UNKNOWN`] where not met).
     ids: FastMap<Box<[Item]>, [u32; 2]>,
-    next: Vec<[u32; 256]>,
+    next: Vec<Row>,
     /// Scratch for the next set.
     targets: Vec<Item>,
 }
@@ -405,7 +427,7 @@ pub(super) struct KeptDfa {
     own_sets: FastMap<(StateId, u32), bool>,
     /// Per set, its ids without and with a cut ([`UNKNOWN`] where not met).
     ids: FastMap<Box<[Item]>, [u32; 2]>,
-    next: Vec<[u32; 256]>,
+    next: Vec<Row>,
 }
 
 /// A DFA with more sets than this is not kept: a kept DFA holds at most about 1 MiB of
@@ -437,7 +459,7 @@ impl KeptDfa {
     fn memory_usage(&self) -> usize {
         let items: usize = self.sets.iter().map(|s| s.len()).sum();
         let closures: usize = self.memo.values().map(|c| c.items.len()).sum();
-        self.next.len() * std::mem::size_of::<[u32; 256]>()
+        self.next.len() * std::mem::size_of::<Row>()
             + (2 * items + closures) * std::mem::size_of::<Item>()
             + self.frames.len() * std::mem::size_of::<Frame>()
     }
@@ -635,11 +657,11 @@ impl<'a> LazyDfa<'a> {
         let set = set.into_boxed_slice();
         self.ids.entry(set.clone()).or_insert([UNKNOWN; 2])[cut as usize] = id;
         self.sets.push(set);
-        let mut row = [UNKNOWN; 256];
+        let mut row: Row = [narrow(UNKNOWN); 256];
         // The sentinel lead byte is never text (see [`Sentinel`]): the parser walk never reads it.
         for (b, next) in row.iter_mut().enumerate() {
             if Sentinel::is_lead(b as u8) {
-                *next = DEAD;
+                *next = narrow(DEAD);
             }
         }
         self.next.push(row);
@@ -649,7 +671,7 @@ impl<'a> LazyDfa<'a> {
     /// The set after reading `b` from set `set`, or [`DEAD`] or [`GIVE_UP`].
     #[inline]
     fn step(&mut self, set: u32, b: u8) -> u32 {
-        match self.next[set as usize][b as usize] {
+        match widen(self.next[set as usize][b as usize]) {
             UNKNOWN => self.step_first(set, b),
             next => next,
         }
@@ -664,8 +686,8 @@ impl<'a> LazyDfa<'a> {
         // Every byte of `lo..=hi` is read by the same edges: the same set (the sentinel lead
         // bytes keep their `DEAD`).
         for slot in &mut self.next[set as usize][lo as usize..=hi as usize] {
-            if *slot == UNKNOWN {
-                *slot = next;
+            if widen(*slot) == UNKNOWN {
+                *slot = narrow(next);
             }
         }
         next
@@ -1178,5 +1200,21 @@ impl FirstByteWalk {
             }
         }
         self.runs_len += len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row holds every set id a walk can number and the three markers, and gives them back.
+    #[test]
+    fn rows_hold_set_ids_and_markers() {
+        let largest_id = (KEPT_SETS + MAX_SETS - 1) as u32;
+        for wide in [0, 1, 255, 256, 4095, largest_id, UNKNOWN, DEAD, GIVE_UP] {
+            assert_eq!(widen(narrow(wide)), wide, "{wide:#x}");
+        }
+        let markers = [narrow(UNKNOWN), narrow(DEAD), narrow(GIVE_UP)];
+        assert!(markers.iter().all(|&m| u32::from(m) > largest_id), "markers above every id");
     }
 }
