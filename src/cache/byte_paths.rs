@@ -430,7 +430,7 @@ pub(super) struct KeptDfa {
     next: Vec<Row>,
 }
 
-/// A DFA with more sets than this is not kept: a kept DFA holds at most about 1 MiB of
+/// A DFA with more sets than this is not kept: a kept DFA holds at most 512 KiB of
 /// transitions (a walk that resumes it may add [`MAX_SETS`] more, as a fresh one would).
 const KEPT_SETS: usize = 1024;
 
