@@ -360,20 +360,25 @@ const MAX_SETS: usize = 4096;
 /// bytes keep twice as many of them in the caches as rows of `u32`.
 type Row = [u16; 256];
 
-/// The set id or marker held as `narrow` in a [`Row`]. Set ids stay below [`KEPT_SETS`] +
-/// [`MAX_SETS`] (a walk resumes at most the one and adds at most the other), below `0x8000`;
-/// the three markers are the three largest `u32`s, and the three largest `u16`s once
-/// narrowed: sign extension gives them back.
+/// The set id or marker held as `narrow` in a [`Row`]: sign extension. It gives back every
+/// `u32` below `0x8000` (set ids stay below [`KEPT_SETS`] + [`MAX_SETS`]: a walk resumes at
+/// most the one and adds at most the other) and from `0xFFFF_8000` on (the three markers, the
+/// three largest `u32`s).
 #[inline]
 fn widen(narrow: u16) -> u32 {
     narrow as i16 as i32 as u32
 }
 
-const _: () = assert!(KEPT_SETS + MAX_SETS < 0x8000 && GIVE_UP < DEAD && DEAD < UNKNOWN && GIVE_UP == u32::MAX - 2);
+/// The `u32`s a [`Row`] cannot hold.
+const NOT_IN_ROWS: std::ops::Range<u32> = 0x8000..0xFFFF_8000;
+// (`UNKNOWN` is `u32::MAX`: above the range whatever it is.)
+const _: () = assert!(
+    KEPT_SETS + MAX_SETS <= NOT_IN_ROWS.start as usize && DEAD >= NOT_IN_ROWS.end && GIVE_UP >= NOT_IN_ROWS.end
+);
 
 /// The [`Row`] entry for `wide`, a set id or marker (see [`widen`]).
 fn narrow(wide: u32) -> u16 {
-    debug_assert!(!(0x8000..GIVE_UP).contains(&wide), "set id {wide} does not fit a row");
+    debug_assert!(!NOT_IN_ROWS.contains(&wide), "{wide:#x} does not fit a row");
     wide as u16
 }
 
