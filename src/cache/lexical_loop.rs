@@ -757,10 +757,10 @@ impl LoopSlice {
         &self.leaving
     }
 
-    /// Whether more than half of the vocabulary's normal tokens leave the loop (each one a
-    /// parser walk: see `MaskCache::walk`).
-    pub(super) fn leaves_most(&self, vocab: &Vocabulary) -> bool {
-        self.leaving.len() * 2 > vocab.sorted_token_ids().len()
+    /// Whether more than half of the `candidates` (the tokens whose first byte the state
+    /// reads) leave the loop (each one a parser walk: see `MaskCache::walk`).
+    pub(super) fn leaves_most(&self, candidates: usize) -> bool {
+        self.leaving.len() * 2 > candidates
     }
 
     /// Heap bytes used.
@@ -840,6 +840,32 @@ mod tests {
             cores += (core_slice.leaving.len() > whole.leaving.len()) as usize;
         }
         assert!(cores > 0, "no state of the array loop has a core that a token leaves");
+    }
+
+    /// Whether most tokens leave a slice is counted among the tokens whose first byte the state
+    /// reads, not in the whole vocabulary: a loop that most of those leave gives way to the
+    /// byte-path walk even where they are a small part of the vocabulary.
+    #[test]
+    fn most_leave_among_the_first_byte_candidates() {
+        let g = crate::parse_ebnf(r#"root ::= "<" [a-b]* ">" [x-z]*"#, "root").unwrap();
+        let fsm = build_grammar_fsm(&g, &FsmLimits::default()).unwrap();
+        let others = ["q", "qq", "qqq", "r", "rr", "rrr", "s", "ss", "sss", "t", "tt"];
+        let vocab = VocabularyBuilder::new().tokens(["<", "a", "a>x", "b>", ">y", ">"]).tokens(others).build().unwrap();
+        let loops = Loops::new(&fsm);
+        let mut found = 0;
+        for state in fsm.states() {
+            let Some(in_loop) = loops.loop_of(state, &fsm) else { continue };
+            if !fsm.byte_edges(state).iter().any(|e| e.lo == b'a') {
+                continue;
+            }
+            let slice = LoopSlice::new(&fsm, &vocab, state, &in_loop);
+            let candidates = super::super::build::first_byte_candidates(&fsm, state, &vocab);
+            // `a` stays; `a>x`, `b>`, `>y` and `>` leave: four of five, but of 17 tokens.
+            assert_eq!((slice.leaving().len(), candidates), (4, 5), "state {state}");
+            assert!(slice.leaves_most(candidates));
+            found += 1;
+        }
+        assert!(found > 0, "no state of the `[a-b]*` loop");
     }
 
     /// The leaving tokens walked by the parser, along byte paths after every first token, or
