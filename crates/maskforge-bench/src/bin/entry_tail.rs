@@ -25,7 +25,10 @@
 //! pool), the loop to run under a profiler; with `--profile-state S` instead, state `S` of
 //! that entry's grammar is walked along byte paths N times with the run's warm pool (a
 //! typical entry of a known structure), and with `--cold` the processor's caches are flushed
-//! (64 MiB written) before each walk, as a serving loop's other work leaves them.
+//! (64 MiB written) before each walk, as a serving loop's other work leaves them; with
+//! `--fresh`, each walk is a first one: no pool and a fresh set of walks (the grammar's byte
+//! regions are found and their tables built again each time, as a first entry without a pool
+//! finds and builds them).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -116,16 +119,24 @@ fn on_cycle(fsm: &GrammarFsm, state: StateId) -> bool {
     false
 }
 
+/// How [`profile_state`] walks: after flushing the processor's caches (`cold`), and as a first
+/// walk, without the pool or anything a walk before it learned (`fresh`).
+struct Profiled {
+    cold: bool,
+    fresh: bool,
+}
+
 /// Walks the vocabulary along byte paths for `state` of `grammar` `repeat` times with the
 /// compiler's pool as the run left it (its first-byte walks and region tables warm, no entry
-/// stored: what a typical entry of a known structure costs), the loop to run under a profiler.
+/// stored: what a typical entry of a known structure costs), or afresh each time (see
+/// [`Profiled`]), the loop to run under a profiler.
 fn profile_state(
     compiler: &GrammarCompiler,
     grammar: &maskforge::CompiledGrammar,
     vocab: &maskforge::Vocabulary,
     state: StateId,
     repeat: usize,
-    cold: bool,
+    how: Profiled,
 ) {
     use maskforge::cache::PathWalks;
     let (fsm, cache) = (grammar.fsm(), grammar.mask_cache());
@@ -133,22 +144,23 @@ fn profile_state(
     let Some(pool) = compiler.pool() else { return };
     // One set of walks, as a grammar's cache has: its rule hashes and byte regions are the
     // grammar's, computed once; the first-byte walks come from the pool at every repeat.
-    let walks = PathWalks::with_pool(fsm, vocab, std::sync::Arc::clone(pool));
-    let mut scratch = vec![0u8; if cold { 64 << 20 } else { 0 }];
+    let warm = PathWalks::with_pool(fsm, vocab, std::sync::Arc::clone(pool));
+    let mut scratch = vec![0u8; if how.cold { 64 << 20 } else { 0 }];
     let mut spent = std::time::Duration::ZERO;
     let mut built = 0;
     for r in 0..repeat {
         scratch.iter_mut().for_each(|x| *x = x.wrapping_add(r as u8));
+        let fresh = how.fresh.then(|| PathWalks::new(fsm, vocab));
+        let walks = fresh.as_ref().unwrap_or(&warm);
         let t = Instant::now();
         built += std::hint::black_box(walks.base(fsm, context, vocab, state)).is_some() as usize;
         spent += t.elapsed();
     }
     std::hint::black_box(&scratch);
     let us = spent.as_secs_f64() * 1e6 / repeat as f64;
-    let caches = if cold { "cold" } else { "warm" };
-    println!(
-        "state {state} walked along byte paths {repeat} times with the warm pool, {caches} caches ({built} built): {us:.0} us each"
-    );
+    let caches = if how.cold { "cold" } else { "warm" };
+    let walks = if how.fresh { "afresh, without a pool" } else { "with the warm pool" };
+    println!("state {state} walked along byte paths {repeat} times {walks}, {caches} caches ({built} built): {us:.0} us each");
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -164,8 +176,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         if a.starts_with("--") {
-            // Every flag takes a value but `--cold`.
-            skip = a != "--cold";
+            // Every flag takes a value but `--cold` and `--fresh`.
+            skip = a != "--cold" && a != "--fresh";
             continue;
         }
         let p = std::path::Path::new(a);
@@ -308,8 +320,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("slowest entry (state {state}) rebuilt {repeat} times without a pool: {us:.0} us each");
     }
     if let (Some((_, grammar, ..)), Some(state)) = (&slowest, profiled) {
-        let (state, cold) = (StateId::new(args[state + 1].parse()?), args.iter().any(|a| a == "--cold"));
-        profile_state(&compiler, grammar, &vocab, state, repeat.max(1), cold);
+        let state = StateId::new(args[state + 1].parse()?);
+        let how = Profiled { cold: args.iter().any(|a| a == "--cold"), fresh: args.iter().any(|a| a == "--fresh") };
+        profile_state(&compiler, grammar, &vocab, state, repeat.max(1), how);
     }
     let top_steps: usize = flag(&args, "--top-steps", "0").parse()?;
     let mut order: Vec<usize> = (0..steps.len()).collect();
