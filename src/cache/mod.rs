@@ -470,7 +470,8 @@ impl MaskCache {
     /// a counted repetition) first runs the vocabulary through the automaton along byte
     /// paths, and walks with the parser only the tokens that need it (see `byte_paths.rs`).
     fn walk(&self, fsm: &Arc<GrammarFsm>, context: &[StateId], vocab: &Vocabulary, state: StateId) -> BaseEntry {
-        let paths = self.uses_byte_paths(fsm, vocab, state);
+        let first_bytes = self.byte_path_candidates(fsm, vocab, state);
+        let paths = first_bytes.is_some();
         if let Some(in_loop) = self.sliced_loop(fsm, vocab, state, paths) {
             let key = lexical_loop::loop_key(fsm, state, &in_loop);
             let slice = self.loop_slice(key, || {
@@ -491,7 +492,7 @@ impl MaskCache {
             // 61.7k of those tokens leave, 3.3 ms by the parser, 2.7 ms along byte paths.
             // The leaving tokens go along byte paths too where those apply and the parser
             // reads them slowly (see `lexical_loop::LeavingWalk`).
-            if !paths || !slice.leaves_most(build::first_byte_candidates(fsm, state, vocab)) {
+            if !first_bytes.is_some_and(|n| slice.leaves_most(n)) {
                 let facts = paths.then_some(|| self.path_facts(fsm, vocab));
                 let how = lexical_loop::LeavingWalk::DEFAULT;
                 let walk = lexical_loop::walk_leaving(fsm, context, vocab, state, slice.leaving(), facts, how);
@@ -614,8 +615,14 @@ impl MaskCache {
 
     /// Whether a walk not served by a loop slice goes along byte paths (see `byte_paths.rs`).
     fn uses_byte_paths(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> bool {
-        byte_paths::applies(fsm, state)
-            && build::first_byte_candidates(fsm, state, vocab) >= byte_paths::MIN_FIRST_BYTE_TOKENS
+        self.byte_path_candidates(fsm, vocab, state).is_some()
+    }
+
+    /// The number of tokens whose first byte `state` reads, when a walk not served by a loop
+    /// slice goes along byte paths.
+    fn byte_path_candidates(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Option<usize> {
+        let first_bytes = build::first_byte_candidates(fsm, state, vocab);
+        (byte_paths::applies(fsm, state) && first_bytes >= byte_paths::MIN_FIRST_BYTE_TOKENS).then_some(first_bytes)
     }
 
     /// The per-grammar slices, locked (a panic while the lock was held left the map whole).
