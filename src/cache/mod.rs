@@ -601,7 +601,7 @@ impl MaskCache {
     /// known only once built, hands its entry to the byte-path walk: it still counts as a slice
     /// here.)
     pub fn build_path(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> BuildPath {
-        let paths = self.uses_byte_paths(fsm, vocab, state);
+        let paths = self.byte_path_candidates(fsm, vocab, state).is_some();
         if self.free_text.contains_key(&fsm.rule_of(state)) && fsm.is_free_text(state) {
             BuildPath::FreeText
         } else if self.sliced_loop(fsm, vocab, state, paths).is_some() {
@@ -613,16 +613,12 @@ impl MaskCache {
         }
     }
 
-    /// Whether a walk not served by a loop slice goes along byte paths (see `byte_paths.rs`).
-    fn uses_byte_paths(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> bool {
-        self.byte_path_candidates(fsm, vocab, state).is_some()
-    }
-
     /// The number of tokens whose first byte `state` reads, when a walk not served by a loop
-    /// slice goes along byte paths.
+    /// slice goes along byte paths (see `byte_paths.rs`).
     fn byte_path_candidates(&self, fsm: &GrammarFsm, vocab: &Vocabulary, state: StateId) -> Option<usize> {
-        let first_bytes = build::first_byte_candidates(fsm, state, vocab);
-        (byte_paths::applies(fsm, state) && first_bytes >= byte_paths::MIN_FIRST_BYTE_TOKENS).then_some(first_bytes)
+        byte_paths::applies(fsm, state)
+            .then(|| build::first_byte_candidates(fsm, state, vocab))
+            .filter(|&n| n >= byte_paths::MIN_FIRST_BYTE_TOKENS)
     }
 
     /// The per-grammar slices, locked (a panic while the lock was held left the map whole).
